@@ -1,0 +1,178 @@
+// alexconv_demo: runs a TorchScript model saved by scripts/export_model.py from
+// C++, checks it against at::conv2d in float64 with the module's own parameters,
+// calls the header API (alexconv::conv1) too, and reports latency.
+//
+//   alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] [--iters K]
+//                 [--atol A] [--rtol R]
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "alexconv/conv1.h"
+
+namespace {
+
+struct Options {
+  std::string model;
+  std::string device = "cpu";
+  int64_t batch = 8, size = 224, iters = 10;
+  std::optional<double> atol, rtol;  // default: by dtype and the model's allow_tf32
+};
+
+[[noreturn]] void usage(const std::string& error) {
+  std::cerr << "error: " << error << "\n"
+            << "usage: alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] "
+               "[--iters K] [--atol A] [--rtol R]\n";
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  usage(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
+}
+
+double parse_double(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  usage(flag + " needs a number >= 0, got '" + text + "'");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") usage("help requested");
+    if (a.rfind("--", 0) != 0) {
+      if (!o.model.empty()) usage("more than one model path given");
+      o.model = a;
+      continue;
+    }
+    if (i + 1 >= args.size()) usage(a + " needs a value");
+    const std::string& v = args[++i];
+    if (a == "--device") o.device = v;
+    else if (a == "--batch") o.batch = parse_int(a, v, 0);
+    else if (a == "--size") o.size = parse_int(a, v, 7);
+    else if (a == "--iters") o.iters = parse_int(a, v, 1);
+    else if (a == "--atol") o.atol = parse_double(a, v);
+    else if (a == "--rtol") o.rtol = parse_double(a, v);
+    else usage("unknown option " + a);
+  }
+  if (o.model.empty()) usage("no model path given");
+  if (o.device != "cpu" && o.device != "cuda") usage("--device must be cpu or cuda, got " + o.device);
+  if (o.device == "cuda" && !torch::cuda::is_available()) usage("--device cuda but no CUDA device is available");
+  return o;
+}
+
+template <class F>
+double median_ms(const F& fn, int64_t iters, bool cuda) {
+  fn();  // warm-up: first-call allocations and kernel attribute setup
+  std::vector<double> ms;
+  for (int64_t i = 0; i < iters; ++i) {
+    if (cuda) torch::cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    if (cuda) torch::cuda::synchronize();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct Error {
+  double max_abs, rel_norm;
+  bool ok;
+};
+
+Error compare(const at::Tensor& out, const at::Tensor& ref, double atol, double rtol) {
+  const at::Tensor diff = out.to(at::kDouble) - ref;
+  const double max_abs = out.numel() ? diff.abs().max().item<double>() : 0.0;
+  const double norm = ref.norm().item<double>();
+  const double rel = norm > 0 ? diff.norm().item<double>() / norm : diff.norm().item<double>();
+  const bool ok = out.sizes() == ref.sizes() &&
+                  at::allclose(out.to(at::kDouble), ref, rtol, atol, /*equal_nan=*/false);
+  return {max_abs, rel, ok};
+}
+
+// The numerical contract: float32-accurate by default; TF32 and half types are
+// checked at their own precision.
+double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
+  if (dtype == at::kHalf) return 1e-2;
+  if (dtype == at::kBFloat16) return 5e-2;
+  return allow_tf32 ? 5e-3 : 1e-4;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const bool cuda = o.device == "cuda";
+  const torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
+
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(o.model, device);
+  } catch (const c10::Error& e) {
+    std::cerr << "error: could not load " << o.model << ": " << e.what_without_backtrace() << "\n";
+    return 1;
+  }
+  module.eval();
+  const torch::jit::Module conv = module.attr("conv1").toModule();
+  const at::Tensor weight = conv.attr("weight").toTensor();
+  const c10::IValue bias_value = conv.attr("bias");
+  const std::optional<at::Tensor> bias =
+      bias_value.isTensor() ? std::optional<at::Tensor>(bias_value.toTensor()) : std::nullopt;
+
+  const bool allow_tf32 = module.hasattr("allow_tf32") && module.attr("allow_tf32").toBool();
+  const double tol = default_tolerance(weight.scalar_type(), allow_tf32);
+  const double atol = o.atol.value_or(tol), rtol = o.rtol.value_or(tol);
+
+  const c10::InferenceMode guard;
+  const at::Tensor input = torch::rand({o.batch, 3, o.size, o.size}, weight.options());
+  const at::Tensor out = module.forward({input}).toTensor();
+  const at::Tensor out_api = alexconv::conv1(input, weight, bias, allow_tf32);
+  // The reference in float64: far more accurate than either path under test.
+  const at::Tensor ref = at::conv2d(input.to(at::kDouble), weight.to(at::kDouble),
+                                    bias ? bias->to(at::kDouble) : at::Tensor(), {4, 4}, {2, 2});
+
+  const Error e_model = compare(out, ref, atol, rtol), e_api = compare(out_api, ref, atol, rtol);
+  at::globalContext().setAllowTF32CuDNN(false);  // cuDNN in exact float32, like alexconv's default
+  const double t_model = median_ms([&] { module.forward({input}); }, o.iters, cuda);
+  const double t_api = median_ms([&] { alexconv::conv1(input, weight, bias, allow_tf32); }, o.iters, cuda);
+  const double t_ref = median_ms(
+      [&] { at::conv2d(input, weight, bias ? *bias : at::Tensor(), {4, 4}, {2, 2}); }, o.iters, cuda);
+
+  std::cout << "device " << o.device << ", dtype " << weight.scalar_type()
+            << ", allow_tf32 " << allow_tf32 << ", input "
+            << input.sizes() << " -> output " << out.sizes() << "\n"
+            << "scripted model : max abs error " << e_model.max_abs << ", rel norm error "
+            << e_model.rel_norm << ", median " << t_model << " ms\n"
+            << "alexconv::conv1: max abs error " << e_api.max_abs << ", rel norm error "
+            << e_api.rel_norm << ", median " << t_api << " ms\n"
+            << "at::conv2d     : median " << t_ref << " ms\n";
+  if (!e_model.ok || !e_api.ok) {
+    std::cerr << "MISMATCH: output differs from the float64 reference beyond atol=" << atol
+              << ", rtol=" << rtol << "\n";
+    return 1;
+  }
+  std::cout << "OK: both paths match the float64 reference (atol=" << atol << ", rtol=" << rtol
+            << ")\n";
+  return 0;
+}

@@ -1,0 +1,78 @@
+// The direct kernel: one thread per output value, float accumulation, any
+// strides. It is the portable path for GPUs whose shared memory cannot hold the
+// implicit GEMM's working set, and the plainest statement of what the op computes.
+#include "conv1_launch.h"
+
+#include <algorithm>
+
+#include "../conv1_geometry.h"
+#include "conv1_dtype.cuh"
+
+namespace alexconv {
+namespace cuda {
+namespace {
+
+template <DType T>
+__global__ void conv1_direct_kernel(const Problem p, int64_t total) {
+  using S = typename Storage<T>::type;
+  const S* in = static_cast<const S*>(p.input);
+  const S* w = static_cast<const S*>(p.weight);
+  const S* b = static_cast<const S*>(p.bias);
+  S* out = static_cast<S*>(p.output);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    // W fastest, so neighbouring threads read neighbouring input columns.
+    const int64_t ox = i % p.out_w;
+    const int64_t oy = (i / p.out_w) % p.out_h;
+    const int64_t co = (i / (p.out_w * p.out_h)) % kOutChannels;
+    const int64_t n = i / (p.out_w * p.out_h * kOutChannels);
+    float acc = b ? to_float<T>(b[co * p.bias_stride]) : 0.f;
+    for (int64_t ci = 0; ci < kInChannels; ++ci) {
+      for (int64_t r = 0; r < kKernel; ++r) {
+        const int64_t iy = oy * kStride - kPad + r;
+        if (iy < 0 || iy >= p.in_h) continue;
+        for (int64_t s = 0; s < kKernel; ++s) {
+          const int64_t ix = ox * kStride - kPad + s;
+          if (ix < 0 || ix >= p.in_w) continue;
+          const float x = to_float<T>(in[n * p.in_stride[0] + ci * p.in_stride[1] +
+                                         iy * p.in_stride[2] + ix * p.in_stride[3]]);
+          const float k = to_float<T>(w[co * p.weight_stride[0] + ci * p.weight_stride[1] +
+                                        r * p.weight_stride[2] + s * p.weight_stride[3]]);
+          acc = fmaf(x, k, acc);
+        }
+      }
+    }
+    out[n * p.out_stride[0] + co * p.out_stride[1] + oy * p.out_stride[2] +
+        ox * p.out_stride[3]] = from_float<T>(acc);
+  }
+}
+
+template <DType T>
+cudaError_t launch_direct_typed(const Problem& p, cudaStream_t stream) {
+  const int64_t total = p.batch * kOutChannels * p.out_h * p.out_w;
+  if (total == 0) return cudaSuccess;
+  constexpr int kBlock = 256;
+  // Grid-stride loop: cap the grid; every index stays int64.
+  const int64_t blocks = std::min<int64_t>((total + kBlock - 1) / kBlock, int64_t(1) << 20);
+  conv1_direct_kernel<T><<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(p, total);
+  return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+}  // namespace
+
+cudaError_t launch_conv1_direct(const Problem& p, cudaStream_t stream) {
+  switch (p.dtype) {
+    case DType::kFloat32: return launch_direct_typed<DType::kFloat32>(p, stream);
+    case DType::kFloat16: return launch_direct_typed<DType::kFloat16>(p, stream);
+    case DType::kBFloat16: return launch_direct_typed<DType::kBFloat16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_conv1(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  return igemm_supported(p, device) ? launch_conv1_igemm(p, device, stream)
+                                    : launch_conv1_direct(p, stream);
+}
+
+}  // namespace cuda
+}  // namespace alexconv

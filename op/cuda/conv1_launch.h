@@ -1,0 +1,53 @@
+// The boundary between the torch-facing CUDA host code (conv1_cuda.cpp) and the
+// kernels (*.cu). Plain C++ and the CUDA runtime only: the .cu files include no
+// torch headers, so they compile on machines whose torch has no CUDA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace alexconv {
+namespace cuda {
+
+enum class DType { kFloat32, kFloat16, kBFloat16 };
+
+// One conv1 call. Pointers are device pointers; strides are in elements, in
+// (N, C, H, W) order for input/weight/output. bias may be null.
+struct Problem {
+  const void* input = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* output = nullptr;
+  DType dtype = DType::kFloat32;
+  bool allow_tf32 = false;
+  int64_t batch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t in_stride[4] = {};
+  int64_t weight_stride[4] = {};
+  int64_t bias_stride = 0;
+  int64_t out_stride[4] = {};
+};
+
+// Properties of the device the launch goes to, read by the caller (which owns
+// the device guard) so the kernels need no device queries of their own.
+struct DeviceInfo {
+  int sm_count = 0;
+  int major = 0;
+  size_t max_smem_per_block_optin = 0;
+};
+
+// Enqueues the convolution on `stream`. Picks the tensor-core implicit GEMM
+// where the device supports it and the direct kernel otherwise. Returns errors
+// of the set-up calls; the caller checks the launch itself with
+// C10_CUDA_KERNEL_LAUNCH_CHECK().
+cudaError_t launch_conv1(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
+
+// The two kernel families, exposed for tests and benchmarks of each path.
+cudaError_t launch_conv1_direct(const Problem& problem, cudaStream_t stream);
+cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
+                               cudaStream_t stream);
+// Whether launch_conv1_igemm can run this problem on this device.
+bool igemm_supported(const Problem& problem, const DeviceInfo& device);
+
+}  // namespace cuda
+}  // namespace alexconv

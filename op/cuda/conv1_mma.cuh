@@ -1,0 +1,176 @@
+// Tensor-core fragments for the implicit GEMM: out[pixel][channel] += A[pixel][k] * B[k][channel].
+//
+// Each input channel contributes 121 taps, padded to 128 = 8 steps of 16. A step
+// hands every thread 4 tap columns ("cols") of A for its two pixel rows (g, g+8),
+// and one 16-byte chunk of B per chunk index, pre-packed in fragment order.
+// A mode says how those become mma.sync instructions:
+//   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
+//   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
+//   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace alexconv {
+namespace cuda {
+namespace mma {
+
+constexpr int kNTiles = 12;  // 96 output channels / n8
+
+// ---- PTX wrappers (sm_80+) -------------------------------------------------
+__device__ __forceinline__ void bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                           uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void tf32_1688(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ uint32_t pack_u16(uint16_t lo, uint16_t hi) {
+  return uint32_t(lo) | (uint32_t(hi) << 16);
+}
+
+// The low part of x = hi + lo. Where it would be 0 (x exact in bf16) or NaN
+// (x infinite), use the smallest normal of x's sign instead: a hi*lo product of
+// 0 * inf would turn an infinite result into NaN, which F.conv2d does not do.
+// The substitute changes a finite result by at most 2^-126 * |other operand|.
+__device__ __forceinline__ float split_low(float x, float hi) {
+  const float lo = x - hi;
+  if (x == 0.f) return 0.f;
+  return (lo == 0.f || !isfinite(hi)) ? copysignf(0x1p-126f, x) : lo;
+}
+
+// Splits two floats into packed bf16x2 high and low parts (element 0 in the low half).
+__device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const float2 hf = __bfloat1622float2(h);
+  const __nv_bfloat162 l = __floats2bfloat162_rn(split_low(x0, hf.x), split_low(x1, hf.y));
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = *reinterpret_cast<const uint32_t*>(&l);
+}
+
+// x[row][j]: the thread's A values for pixel rows (g, g+8) and its 4 cols.
+// Column j of an m16n8k16 step is 2t, 2t+1, 2t+8, 2t+9.
+__device__ __forceinline__ int col_k16(int t, int j) { return 2 * t + (j & 1) + (j >> 1) * 8; }
+
+struct Bf16x3 {
+  using Elem = float;
+  static constexpr int kChunks = 12;  // one n-tile per chunk: {hi.b0, hi.b1, lo.b0, lo.b1}
+  struct A {
+    uint32_t hi[4], lo[4];
+  };
+  __device__ static int col(int t, int j) { return col_k16(t, j); }
+  __device__ static void make_a(A& a, const float (&x)[2][4]) {
+    split_bf16x2(x[0][0], x[0][1], a.hi[0], a.lo[0]);
+    split_bf16x2(x[1][0], x[1][1], a.hi[1], a.lo[1]);
+    split_bf16x2(x[0][2], x[0][3], a.hi[2], a.lo[2]);
+    split_bf16x2(x[1][2], x[1][3], a.hi[3], a.lo[3]);
+  }
+  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+    // Small terms first; all three land in one float32 accumulator.
+    bf16_16816(acc[chunk], a.lo, b.x, b.y);
+    bf16_16816(acc[chunk], a.hi, b.z, b.w);
+    bf16_16816(acc[chunk], a.hi, b.x, b.y);
+  }
+  // w(n, col) reads weight tap `col` of this step for output channel n (0 past the 121st tap).
+  template <class W>
+  __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
+    const int n = chunk * 8 + g;
+    uint4 b;
+    split_bf16x2(w(n, col(t, 0)), w(n, col(t, 1)), b.x, b.z);
+    split_bf16x2(w(n, col(t, 2)), w(n, col(t, 3)), b.y, b.w);
+    return b;
+  }
+};
+
+struct Tf32 {
+  using Elem = float;
+  static constexpr int kChunks = 12;  // one n-tile per chunk: {b0, b1} of both k8 halves
+  struct A {
+    uint32_t k8[2][4];
+  };
+  // m16n8k8: cols t, t+4 for the first half-step, 8+t, 12+t for the second.
+  __device__ static int col(int t, int j) { return t + 4 * j; }
+  __device__ static void make_a(A& a, const float (&x)[2][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      a.k8[h][0] = to_tf32(x[0][2 * h]);
+      a.k8[h][1] = to_tf32(x[1][2 * h]);
+      a.k8[h][2] = to_tf32(x[0][2 * h + 1]);
+      a.k8[h][3] = to_tf32(x[1][2 * h + 1]);
+    }
+  }
+  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+    tf32_1688(acc[chunk], a.k8[0], b.x, b.y);
+    tf32_1688(acc[chunk], a.k8[1], b.z, b.w);
+  }
+  template <class W>
+  __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
+    const int n = chunk * 8 + g;
+    return make_uint4(to_tf32(w(n, col(t, 0))), to_tf32(w(n, col(t, 1))),
+                      to_tf32(w(n, col(t, 2))), to_tf32(w(n, col(t, 3))));
+  }
+};
+
+// float16 (kBf16 = false) or bfloat16 inputs, carried as raw 16-bit patterns.
+template <bool kBf16>
+struct Half {
+  using Elem = uint16_t;
+  static constexpr int kChunks = 6;  // two n-tiles per chunk: {b0, b1} of each
+  struct A {
+    uint32_t r[4];
+  };
+  __device__ static int col(int t, int j) { return col_k16(t, j); }
+  __device__ static void make_a(A& a, const uint16_t (&x)[2][4]) {
+    a.r[0] = pack_u16(x[0][0], x[0][1]);
+    a.r[1] = pack_u16(x[1][0], x[1][1]);
+    a.r[2] = pack_u16(x[0][2], x[0][3]);
+    a.r[3] = pack_u16(x[1][2], x[1][3]);
+  }
+  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+    if constexpr (kBf16) {
+      bf16_16816(acc[2 * chunk], a.r, b.x, b.y);
+      bf16_16816(acc[2 * chunk + 1], a.r, b.z, b.w);
+    } else {
+      f16_16816(acc[2 * chunk], a.r, b.x, b.y);
+      f16_16816(acc[2 * chunk + 1], a.r, b.z, b.w);
+    }
+  }
+  template <class W>
+  __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
+    const int n0 = (2 * chunk) * 8 + g, n1 = n0 + 8;
+    return make_uint4(pack_u16(w(n0, col(t, 0)), w(n0, col(t, 1))),
+                      pack_u16(w(n0, col(t, 2)), w(n0, col(t, 3))),
+                      pack_u16(w(n1, col(t, 0)), w(n1, col(t, 1))),
+                      pack_u16(w(n1, col(t, 2)), w(n1, col(t, 3))));
+  }
+};
+
+}  // namespace mma
+}  // namespace cuda
+}  // namespace alexconv

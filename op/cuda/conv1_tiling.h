@@ -1,0 +1,103 @@
+// How the implicit GEMM cuts the output into CTA tiles, shared by the host
+// planner and the kernel.
+//
+// Each image's output is split into `strips` vertical strips of near-equal width.
+// Inside a strip, pixels are numbered row-major (q = oy * width + x); a tile is
+// `tile_pixels` consecutive numbers of one strip. A tile's input window -- every
+// input row its pixels touch, across the strip's columns -- is staged in one
+// shared-memory slot per input channel, so the plan keeps it under kSlotElems.
+// For 224x224 inputs this is one strip of 55 columns and 256-pixel tiles.
+#pragma once
+
+#include <cstdint>
+
+#include "../conv1_geometry.h"
+
+#if defined(__CUDACC__)
+#define ALEXCONV_HOST_DEVICE __host__ __device__
+#else
+#define ALEXCONV_HOST_DEVICE
+#endif
+
+namespace alexconv {
+namespace cuda {
+
+constexpr int kTileThreads = 256;  // 8 warps x 32 pixels
+constexpr int kTilePixels = 256;
+constexpr int kSlotElems = 8192;  // one input channel's window per pipeline slot
+
+struct TilePlan {
+  int64_t out_h = 0, out_w = 0;
+  int64_t strips = 0, tiles_per_strip = 0, tile_pixels = 0;
+  int64_t pitch = 0;  // row pitch of a window in shared memory, in elements
+  int64_t tiles = 0;  // batch * strips * tiles_per_strip
+};
+
+struct Tile {
+  int64_t n = 0;                    // image
+  int64_t x0 = 0, width = 0;        // the strip's output columns
+  int64_t q_begin = 0, q_end = 0;   // strip-local pixel numbers [q_begin, q_end)
+  int64_t oy0 = 0;                  // first output row
+  int64_t rows = 0, cols = 0;       // input window; rows == 0 for an empty tile
+};
+
+ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
+  return kStride * (out_extent - 1) + kKernel;
+}
+
+ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
+  Tile t;
+  const int64_t per_image = plan.strips * plan.tiles_per_strip;
+  t.n = index / per_image;
+  const int64_t strip = (index % per_image) / plan.tiles_per_strip;
+  const int64_t in_strip = index % plan.tiles_per_strip;
+  t.x0 = strip * plan.out_w / plan.strips;
+  t.width = (strip + 1) * plan.out_w / plan.strips - t.x0;
+  const int64_t strip_pixels = plan.out_h * t.width;
+  t.q_begin = in_strip * plan.tile_pixels;
+  t.q_end = t.q_begin + plan.tile_pixels < strip_pixels ? t.q_begin + plan.tile_pixels
+                                                         : strip_pixels;
+  if (t.q_begin >= t.q_end) {
+    t.q_end = t.q_begin;
+    return t;
+  }
+  t.oy0 = t.q_begin / t.width;
+  t.rows = window_extent((t.q_end - 1) / t.width - t.oy0 + 1);
+  t.cols = window_extent(t.width);
+  return t;
+}
+
+// Largest window (in rows) a run of `pixels` consecutive pixels of a strip of
+// `width` columns can need.
+inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
+  int64_t spanned = (pixels - 1 + width - 1) / width + 1;
+  if (spanned > out_h) spanned = out_h;
+  return window_extent(spanned);
+}
+
+// Fewest strips that allow full tiles; failing that, the largest tile any strip
+// count allows (narrow images: a tile of many short rows needs a tall window).
+inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w) {
+  TilePlan best;
+  best.out_h = out_h;
+  best.out_w = out_w;
+  for (int64_t strips = 1; strips <= out_w; ++strips) {
+    const int64_t widest = (out_w + strips - 1) / strips, narrowest = out_w / strips;
+    const int64_t pitch = window_extent(widest);
+    if (kKernel * pitch > kSlotElems) continue;
+    int64_t pixels = kTilePixels;
+    while (pixels > 1 && max_window_rows(pixels, narrowest, out_h) * pitch > kSlotElems) --pixels;
+    if (pixels > best.tile_pixels) {
+      best.strips = strips;
+      best.tile_pixels = pixels;
+      best.pitch = pitch;
+      best.tiles_per_strip = (out_h * widest + pixels - 1) / pixels;
+    }
+    if (pixels == kTilePixels) break;
+  }
+  best.tiles = batch * best.strips * best.tiles_per_strip;
+  return best;
+}
+
+}  // namespace cuda
+}  // namespace alexconv

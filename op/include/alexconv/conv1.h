@@ -1,0 +1,27 @@
+// Public C++ API of alexconv: AlexNet's first convolution as a PyTorch operator.
+//
+// conv1(input, weight, bias) == at::conv2d(input, weight, bias, /*stride=*/4, /*padding=*/2)
+// for input [N, 3, H, W] (H, W >= 7), weight [96, 3, 11, 11], bias [96] or none,
+// all float32, float16 or bfloat16 on one device. The call goes through the
+// PyTorch dispatcher, so it reaches the CPU, CUDA or Meta kernel of the library
+// exactly as torch.ops.alexconv.conv1 does from Python or TorchScript.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <optional>
+
+namespace alexconv {
+
+// allow_tf32 lets the CUDA float32 path use TF32 tensor cores (relative error
+// about 1e-3 instead of float32 accuracy). It changes nothing on CPU or for
+// half-precision inputs.
+at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
+                 const std::optional<at::Tensor>& bias = std::nullopt,
+                 bool allow_tf32 = false);
+
+// The operator's schema, as registered with TORCH_LIBRARY. Saved TorchScript
+// models hold it, so it never changes incompatibly.
+inline constexpr const char* kConv1Schema =
+    "conv1(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False) -> Tensor";
+
+}  // namespace alexconv

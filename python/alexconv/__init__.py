@@ -1,0 +1,17 @@
+"""alexconv: AlexNet's first convolution as a PyTorch custom operator.
+
+``import alexconv`` loads ``libalexconv.so``, which registers
+``torch.ops.alexconv.conv1`` (CPU, CUDA and Meta kernels). The operator computes
+``F.conv2d(input, weight, bias, stride=4, padding=2)`` for input [N, 3, H, W] and
+weight [96, 3, 11, 11].
+"""
+
+from ._library import library_path, load_library
+
+load_library()
+
+from .models import Model, ModelNew, get_init_inputs, get_inputs  # noqa: E402
+from .ops import conv1  # noqa: E402
+
+__all__ = ["conv1", "Model", "ModelNew", "get_inputs", "get_init_inputs", "library_path"]
+__version__ = "0.1.0"

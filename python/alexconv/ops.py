@@ -1,0 +1,27 @@
+"""The Python face of ``torch.ops.alexconv.conv1``."""
+
+from __future__ import annotations
+
+import torch
+
+
+def conv1(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    allow_tf32: bool = False,
+) -> torch.Tensor:
+    """``F.conv2d(input, weight, bias, stride=4, padding=2)`` through alexconv's kernels.
+
+    Args:
+        input: [N, 3, H, W] with H, W >= 7; float32, float16 or bfloat16; any strides.
+        weight: [96, 3, 11, 11], same dtype and device as ``input``.
+        bias: [96] or None.
+        allow_tf32: on CUDA with float32, permit TF32 tensor cores (relative error
+            about 1e-3 instead of float32 accuracy). No effect elsewhere.
+
+    Returns:
+        [N, 96, (H - 7) // 4 + 1, (W - 7) // 4 + 1] in ``input``'s dtype, in the memory
+        format ``F.conv2d`` would return.
+    """
+    return torch.ops.alexconv.conv1(input, weight, bias, allow_tf32=allow_tf32)
