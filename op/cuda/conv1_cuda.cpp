@@ -5,6 +5,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "../conv1_checks.h"
 #include "conv1_launch.h"
 
@@ -12,12 +15,38 @@ namespace alexconv {
 namespace {
 
 cuda::DType to_kernel_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return cuda::DType::kFloat32;
-    case at::kHalf: return cuda::DType::kFloat16;
-    case at::kBFloat16: return cuda::DType::kBFloat16;
-    default: TORCH_CHECK(false, "alexconv::conv1: unsupported dtype ", t);  // checked earlier
+  if (t == at::kHalf) return cuda::DType::kFloat16;
+  if (t == at::kBFloat16) return cuda::DType::kBFloat16;
+  TORCH_CHECK(t == at::kFloat, "alexconv::conv1: unsupported dtype ", t);  // checked earlier
+  return cuda::DType::kFloat32;
+}
+
+// ALEXCONV_CUDA_KERNEL=direct|igemm forces one kernel family (tests of the
+// fallback path on GPUs that would never pick it); unset or "auto" chooses.
+enum class KernelChoice { kAuto, kDirect, kIgemm };
+
+KernelChoice kernel_choice() {
+  static const KernelChoice choice = [] {
+    const char* env = std::getenv("ALEXCONV_CUDA_KERNEL");
+    const std::string v = env ? env : "auto";
+    TORCH_CHECK(v == "auto" || v == "direct" || v == "igemm",
+                "ALEXCONV_CUDA_KERNEL must be auto, direct or igemm, got '", v, "'");
+    return v == "direct" ? KernelChoice::kDirect
+                         : v == "igemm" ? KernelChoice::kIgemm : KernelChoice::kAuto;
+  }();
+  return choice;
+}
+
+cudaError_t launch(const cuda::Problem& p, const cuda::DeviceInfo& device, cudaStream_t stream) {
+  switch (kernel_choice()) {
+    case KernelChoice::kDirect: return cuda::launch_conv1_direct(p, stream);
+    case KernelChoice::kIgemm:
+      TORCH_CHECK(cuda::igemm_supported(p, device),
+                  "ALEXCONV_CUDA_KERNEL=igemm but this GPU cannot run the implicit GEMM");
+      return cuda::launch_conv1_igemm(p, device, stream);
+    case KernelChoice::kAuto: break;
   }
+  return cuda::launch_conv1(p, device, stream);
 }
 
 void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
@@ -55,7 +84,7 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   device.major = prop->major;
   device.max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
 
-  C10_CUDA_CHECK(cuda::launch_conv1(p, device, at::cuda::getCurrentCUDAStream()));
+  C10_CUDA_CHECK(launch(p, device, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

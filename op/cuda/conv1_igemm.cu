@@ -11,6 +11,7 @@
 #include "conv1_launch.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "../conv1_geometry.h"
 #include "conv1_dtype.cuh"
@@ -28,15 +29,16 @@ constexpr int kWarpPixels = 32;              // two m16 tiles per warp
 
 template <class Mode>
 struct SmemLayout {
-  using Elem = typename Mode::Elem;
+  using Word = typename Mode::Word;
   static constexpr size_t kB = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
   static constexpr size_t kKoff = kSteps * 4 * sizeof(int4);
   static constexpr size_t kBias = kOutChannels * sizeof(float);
-  static constexpr size_t kSlots = 2 * size_t(kSlotElems) * sizeof(Elem);
+  static constexpr size_t kSlots = 2 * size_t(kSlotElems) * sizeof(Word);
   static constexpr size_t kTotal = kB + kKoff + kBias + kSlots;
   static_assert((kB + kKoff + kBias) % 16 == 0, "slots must stay 16-byte aligned");
   // The raw weights of one channel are staged in the slots while B is packed.
-  static_assert(kOutChannels * kTapsPerChannel <= 2 * kSlotElems, "weight staging fits");
+  static_assert(kOutChannels * kTapsPerChannel * sizeof(typename Mode::Raw) <= kSlots,
+                "weight staging fits");
 };
 
 // Per-thread view of the tile being multiplied: for its 2 m-tiles x 2 rows
@@ -68,53 +70,62 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
   return r;
 }
 
-// Walks a window row-major in steps of kTileThreads elements without dividing.
+// Window staging: warp w takes (row, 32-column chunk) pairs w, w + 8, w + 16, ...
+// of the tile's window, one element per lane. The walk is warp-uniform, so the
+// bounds checks that produce the zero padding cost little, and loads along a
+// contiguous W coalesce. kLoadsPerThread pairs per warp cover a full slot
+// because the plan keeps rows * pitch <= kSlotElems with pitch a multiple of 32.
 struct WindowWalk {
-  int row, col, drow, dcol, cols;
-  __device__ WindowWalk(int cols_, int tid)
-      : row(tid / cols_), col(tid % cols_), drow(kTileThreads / cols_),
-        dcol(kTileThreads % cols_), cols(cols_) {}
+  int pairs, row, chunk, drow, dchunk, chunks;
+  __device__ WindowWalk(const Tile& tile, int warp) {
+    chunks = int((tile.cols + 31) / 32);
+    pairs = int(tile.rows) * chunks;
+    row = warp / chunks;
+    chunk = warp % chunks;
+    drow = (kTileThreads / 32) / chunks;
+    dchunk = (kTileThreads / 32) % chunks;
+  }
   __device__ void next() {
     row += drow;
-    col += dcol;
-    if (col >= cols) {
-      col -= cols;
+    chunk += dchunk;
+    if (chunk >= chunks) {
+      chunk -= chunks;
       ++row;
     }
   }
 };
 
-template <DType T>
-__device__ void load_window(typename Storage<T>::type (&regs)[kLoadsPerThread], const Problem& p,
-                            const Tile& tile, int channel, int tid) {
-  using S = typename Storage<T>::type;
-  if (tile.rows == 0) return;
-  const S* base = static_cast<const S*>(p.input) + tile.n * p.in_stride[0] +
-                  channel * p.in_stride[1];
+template <class Mode>
+__device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const Problem& p,
+                            const Tile& tile, int channel, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
+                    channel * p.in_stride[1];
   const int64_t iy0 = tile.oy0 * kStride - kPad, ix0 = tile.x0 * kStride - kPad;
-  const int elems = int(tile.rows * tile.cols);
-  WindowWalk w(int(tile.cols), tid);
+  WindowWalk w(tile, warp);
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (i * kTileThreads + tid < elems) {
-      const int64_t iy = iy0 + w.row, ix = ix0 + w.col;
-      const bool inside = iy >= 0 && iy < p.in_h && ix >= 0 && ix < p.in_w;
-      regs[i] = inside ? __ldg(base + iy * p.in_stride[2] + ix * p.in_stride[3]) : S(0);
+    if (warp + 8 * i < w.pairs) {
+      const int64_t iy = iy0 + w.row;
+      const int col = w.chunk * 32 + lane;
+      const int64_t ix = ix0 + col;
+      const bool inside = iy >= 0 && iy < p.in_h && col < tile.cols && ix >= 0 && ix < p.in_w;
+      regs[i] = inside ? __ldg(base + iy * p.in_stride[2] + ix * p.in_stride[3]) : Raw(0);
     }
     w.next();
   }
 }
 
-template <DType T>
-__device__ void store_window(typename Storage<T>::type* slot,
-                             const typename Storage<T>::type (&regs)[kLoadsPerThread],
-                             const Tile& tile, int pitch, int tid) {
-  if (tile.rows == 0) return;
-  const int elems = int(tile.rows * tile.cols);
-  WindowWalk w(int(tile.cols), tid);
+template <class Mode>
+__device__ void store_window(typename Mode::Word* slot,
+                             const typename Mode::Raw (&regs)[kLoadsPerThread],
+                             const Tile& tile, int pitch, int warp, int lane) {
+  WindowWalk w(tile, warp);
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (i * kTileThreads + tid < elems) slot[w.row * pitch + w.col] = regs[i];
+    if (warp + 8 * i < w.pairs) {
+      slot[w.row * pitch + w.chunk * 32 + lane] = Mode::to_word(regs[i]);
+    }
     w.next();
   }
 }
@@ -122,9 +133,9 @@ __device__ void store_window(typename Storage<T>::type* slot,
 // Packs B (all channels, fragment order), the tap-offset table and the bias.
 template <class Mode, DType T>
 __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                  float* bias, typename Mode::Elem* staging, int tid) {
-  using Elem = typename Mode::Elem;
-  const Elem* weight = static_cast<const Elem*>(p.weight);
+                                  float* bias, typename Mode::Raw* staging, int tid) {
+  using Raw = typename Mode::Raw;
+  const Raw* weight = static_cast<const Raw*>(p.weight);
   for (int c = 0; c < kInChannels; ++c) {
     // Coalesced-ish strided reads of one channel's [96][121] taps, then packing from shared memory.
     for (int e = tid; e < kOutChannels * kTapsPerChannel; e += kTileThreads) {
@@ -139,7 +150,7 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
       const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
       const auto w = [&](int n, int col) {
         const int tap = step * 16 + col;
-        return tap < kTapsPerChannel ? staging[n * kTapsPerChannel + tap] : Elem(0);
+        return tap < kTapsPerChannel ? staging[n * kTapsPerChannel + tap] : Raw(0);
       };
       b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
           Mode::pack_b(w, chunk, lane >> 2, lane & 3);
@@ -157,40 +168,63 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
     koff[tid] = make_int4(off[0], off[1], off[2], off[3]);
   }
   if (tid < kOutChannels) {
-    const Elem* b = static_cast<const Elem*>(p.bias);
+    const Raw* b = static_cast<const Raw*>(p.bias);
     bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }
   __syncthreads();
 }
 
-// acc += A(window) * B(channel) over the channel's 8 steps.
+// The thread's A words of one step: pixel rows (g, g+8) of both m-tiles x 4 tap columns.
+template <class Mode>
+struct StepWords {
+  typename Mode::Word x[2][2][4];
+};
+
+template <class Mode>
+__device__ __forceinline__ void load_step(StepWords<Mode>& s, const typename Mode::Word* window,
+                                          const PixelRows& rows, int4 k4) {
+  const int ko[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s.x[mt][h][j] = window[rows.window[mt][h] + ko[j]];
+}
+
+// acc += A(window) * B(channel) over the channel's 8 steps. The next step's A
+// words and the step after's tap offsets are loaded before this step's MMAs, so
+// shared-memory latency overlaps tensor-core work.
 template <class Mode>
 __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4],
-                                                 const typename Mode::Elem* window,
+                                                 const typename Mode::Word* window,
                                                  const uint4* b_channel, const int4* koff,
                                                  const PixelRows& rows, int lane) {
-  using Elem = typename Mode::Elem;
+  using Word = typename Mode::Word;
   const int t = lane & 3;
+  StepWords<Mode> cur, nxt;
+  load_step<Mode>(cur, window, rows, koff[t]);
+  int4 k_next = koff[4 + t];
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
-    const int4 k4 = koff[step * 4 + t];
-    const int ko[4] = {k4.x, k4.y, k4.z, k4.w};
+    if (step + 1 < kSteps) {
+      load_step<Mode>(nxt, window, rows, k_next);
+      if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
+    }
     typename Mode::A a[2];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
-      Elem x[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      if (step == kSteps - 1) {
+        // Taps 121..127 are padding: zero A there (B is zero too, but A may be inf).
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          x[h][j] = window[rows.window[mt][h] + ko[j]];
-          // Taps 121..127 are padding: zero A (B is zero there too, but A may be inf).
-          if (step == kSteps - 1 && (kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
-            x[h][j] = Elem(0);
+          if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
+            cur.x[mt][0][j] = Word(0);
+            cur.x[mt][1][j] = Word(0);
           }
         }
       }
-      Mode::make_a(a[mt], x);
+      Mode::make_a(a[mt], cur.x[mt]);
     }
     const uint4* b_step = b_channel + step * Mode::kChunks * 32 + lane;
 #pragma unroll
@@ -199,6 +233,7 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) Mode::mma(acc[mt], chunk, a[mt], b);
     }
+    if (step + 1 < kSteps) cur = nxt;
   }
 }
 
@@ -227,18 +262,19 @@ __device__ void store_tile(float (&acc)[2][mma::kNTiles][4], const PixelRows& ro
 template <class Mode, DType T>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_igemm_kernel(const Problem p, const TilePlan plan) {
-  using Elem = typename Mode::Elem;
+  using Word = typename Mode::Word;
   using Layout = SmemLayout<Mode>;
-  static_assert(sizeof(Elem) == sizeof(typename Storage<T>::type), "mode matches dtype");
+  static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
   extern __shared__ __align__(16) unsigned char smem[];
   uint4* b_frag = reinterpret_cast<uint4*>(smem);
   int4* koff = reinterpret_cast<int4*>(smem + Layout::kB);
   float* bias = reinterpret_cast<float*>(smem + Layout::kB + Layout::kKoff);
-  Elem* slots = reinterpret_cast<Elem*>(smem + Layout::kB + Layout::kKoff + Layout::kBias);
+  Word* slots = reinterpret_cast<Word*>(smem + Layout::kB + Layout::kKoff + Layout::kBias);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int pitch = int(plan.pitch);
-  prepare_constants<Mode, T>(p, pitch, b_frag, koff, bias, slots, tid);
+  prepare_constants<Mode, T>(p, pitch, b_frag, koff, bias,
+                             reinterpret_cast<typename Mode::Raw*>(slots), tid);
 
   // Pipeline over stages (tile, channel): multiply stage s from slot s % 2 while
   // stage s + 1 waits in registers.
@@ -250,10 +286,10 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   int64_t next_index = tile_index;  // the stage held in registers
   Tile next = tile;
   int next_channel = 1;
-  Elem regs[kLoadsPerThread];
-  load_window<T>(regs, p, tile, 0, tid);
-  store_window<T>(slots, regs, tile, pitch, tid);
-  load_window<T>(regs, p, next, next_channel, tid);
+  typename Mode::Raw regs[kLoadsPerThread];
+  load_window<Mode>(regs, p, tile, 0, warp, lane);
+  store_window<Mode>(slots, regs, tile, pitch, warp, lane);
+  load_window<Mode>(regs, p, next, next_channel, warp, lane);
   __syncthreads();
 
   float acc[2][mma::kNTiles][4] = {};
@@ -271,13 +307,13 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     }
     const bool have_next = next_index < plan.tiles;
     if (have_next) {
-      store_window<T>(slots + ((stage + 1) & 1) * kSlotElems, regs, next, pitch, tid);
+      store_window<Mode>(slots + ((stage + 1) & 1) * kSlotElems, regs, next, pitch, warp, lane);
       if (++next_channel == kInChannels) {
         next_channel = 0;
         next_index += gridDim.x;
         if (next_index < plan.tiles) next = decode_tile(plan, next_index);
       }
-      if (next_index < plan.tiles) load_window<T>(regs, p, next, next_channel, tid);
+      if (next_index < plan.tiles) load_window<Mode>(regs, p, next, next_channel, warp, lane);
     }
     __syncthreads();
     if (!have_next) break;

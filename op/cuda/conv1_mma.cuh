@@ -78,18 +78,28 @@ __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, u
 // Column j of an m16n8k16 step is 2t, 2t+1, 2t+8, 2t+9.
 __device__ __forceinline__ int col_k16(int t, int j) { return 2 * t + (j & 1) + (j >> 1) * 8; }
 
+// Window words hold one input element each, already in the MMA's operand format,
+// converted once when the window is staged rather than at every fragment load.
 struct Bf16x3 {
-  using Elem = float;
+  using Raw = float;
+  using Word = uint32_t;  // bf16 hi in the low half, bf16 lo in the high half
   static constexpr int kChunks = 12;  // one n-tile per chunk: {hi.b0, hi.b1, lo.b0, lo.b1}
   struct A {
     uint32_t hi[4], lo[4];
   };
   __device__ static int col(int t, int j) { return col_k16(t, j); }
-  __device__ static void make_a(A& a, const float (&x)[2][4]) {
-    split_bf16x2(x[0][0], x[0][1], a.hi[0], a.lo[0]);
-    split_bf16x2(x[1][0], x[1][1], a.hi[1], a.lo[1]);
-    split_bf16x2(x[0][2], x[0][3], a.hi[2], a.lo[2]);
-    split_bf16x2(x[1][2], x[1][3], a.hi[3], a.lo[3]);
+  __device__ static Word to_word(float x) {
+    uint32_t hi, lo;
+    split_bf16x2(x, 0.f, hi, lo);
+    return (hi & 0xffffu) | (lo << 16);
+  }
+  __device__ static void make_a(A& a, const Word (&x)[2][4]) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const Word w0 = x[r & 1][(r >> 1) * 2], w1 = x[r & 1][(r >> 1) * 2 + 1];
+      a.hi[r] = __byte_perm(w0, w1, 0x5410);
+      a.lo[r] = __byte_perm(w0, w1, 0x7632);
+    }
   }
   __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
     // Small terms first; all three land in one float32 accumulator.
@@ -109,20 +119,22 @@ struct Bf16x3 {
 };
 
 struct Tf32 {
-  using Elem = float;
+  using Raw = float;
+  using Word = uint32_t;  // the TF32 bit pattern
   static constexpr int kChunks = 12;  // one n-tile per chunk: {b0, b1} of both k8 halves
   struct A {
     uint32_t k8[2][4];
   };
   // m16n8k8: cols t, t+4 for the first half-step, 8+t, 12+t for the second.
   __device__ static int col(int t, int j) { return t + 4 * j; }
-  __device__ static void make_a(A& a, const float (&x)[2][4]) {
+  __device__ static Word to_word(float x) { return to_tf32(x); }
+  __device__ static void make_a(A& a, const Word (&x)[2][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      a.k8[h][0] = to_tf32(x[0][2 * h]);
-      a.k8[h][1] = to_tf32(x[1][2 * h]);
-      a.k8[h][2] = to_tf32(x[0][2 * h + 1]);
-      a.k8[h][3] = to_tf32(x[1][2 * h + 1]);
+      a.k8[h][0] = x[0][2 * h];
+      a.k8[h][1] = x[1][2 * h];
+      a.k8[h][2] = x[0][2 * h + 1];
+      a.k8[h][3] = x[1][2 * h + 1];
     }
   }
   __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
@@ -140,13 +152,15 @@ struct Tf32 {
 // float16 (kBf16 = false) or bfloat16 inputs, carried as raw 16-bit patterns.
 template <bool kBf16>
 struct Half {
-  using Elem = uint16_t;
+  using Raw = uint16_t;
+  using Word = uint16_t;
   static constexpr int kChunks = 6;  // two n-tiles per chunk: {b0, b1} of each
   struct A {
     uint32_t r[4];
   };
   __device__ static int col(int t, int j) { return col_k16(t, j); }
-  __device__ static void make_a(A& a, const uint16_t (&x)[2][4]) {
+  __device__ static Word to_word(uint16_t x) { return x; }
+  __device__ static void make_a(A& a, const Word (&x)[2][4]) {
     a.r[0] = pack_u16(x[0][0], x[0][1]);
     a.r[1] = pack_u16(x[1][0], x[1][1]);
     a.r[2] = pack_u16(x[0][2], x[0][3]);

@@ -83,7 +83,8 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w) {
   best.out_w = out_w;
   for (int64_t strips = 1; strips <= out_w; ++strips) {
     const int64_t widest = (out_w + strips - 1) / strips, narrowest = out_w / strips;
-    const int64_t pitch = window_extent(widest);
+    // Rows are staged in 32-column chunks, one per warp-wide load: pad the pitch to match.
+    const int64_t pitch = (window_extent(widest) + 31) / 32 * 32;
     if (kKernel * pitch > kSlotElems) continue;
     int64_t pixels = kTilePixels;
     while (pixels > 1 && max_window_rows(pixels, narrowest, out_h) * pitch > kSlotElems) --pixels;

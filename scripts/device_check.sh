@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
+# included), compute-sanitizer on small cases, and the benchmark; a short table last.
+#
+#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull]   (default: all but benchfull)
+#
+# Logs go to $OUT (the device tool's folder) or build/device-check.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-build/device-check}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize bench)
+declare -a summary
+
+run_step() {  # name, command...
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  summary+=("$(printf '| %-22s | %-4s | %5ss |' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" $((SECONDS - t0)))")
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
+for step in "${steps[@]}"; do
+  case $step in
+    build)
+      run_step build python3 -m pip install --no-build-isolation --no-deps -v -e . || break
+      grep -E "spill|stack frame" "$OUT/build.log" | sort | uniq -c | head ;;
+    test)
+      ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
+        python3 -m pytest -q -ra -p no:cacheprovider --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
+    sanitize)
+      for tool in memcheck racecheck initcheck synccheck; do
+        run_step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+          python3 scripts/sanitize_cases.py
+      done ;;
+    bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+
+echo
+echo "| step                   | rc   | time   |"
+echo "|------------------------|------|--------|"
+printf '%s\n' "${summary[@]}"
+grep -hE "^[0-9]+ (passed|failed)|passed|failed" "$OUT/pytest.log" 2>/dev/null | tail -1
+grep -h "ERROR SUMMARY" "$OUT"/sanitizer-*.log 2>/dev/null
+[[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
+! printf '%s\n' "${summary[@]}" | grep -q FAIL

@@ -1,0 +1,46 @@
+"""Small CUDA cases for compute-sanitizer: ragged sizes, batch 1 and 3, every dtype and mode.
+
+    compute-sanitizer --tool memcheck python scripts/sanitize_cases.py
+
+Each case is checked against the float64 reference too, so a run that the
+sanitizer passes but that computes garbage still fails (exit 1).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import alexconv
+
+SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98)]  # no size a multiple of any tile
+MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
+LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
+          (torch.float16, False): 2e-3, (torch.bfloat16, False): 1e-2}
+
+
+def main() -> int:
+    torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+    failures = 0
+    for (n, h, w), (dtype, tf32), layout in itertools.product(SHAPES, MODES, ["nchw", "nhwc"]):
+        x = torch.randn(n, 3, h, w, device="cuda").to(dtype)
+        if layout == "nhwc":
+            x = x.contiguous(memory_format=torch.channels_last)
+        wt = (torch.randn(96, 3, 11, 11, device="cuda") * 0.05).to(dtype)
+        b = torch.randn(96, device="cuda").to(dtype)
+        out = alexconv.conv1(x, wt, b, allow_tf32=tf32)
+        ref = F.conv2d(x.double(), wt.double(), b.double(), stride=4, padding=2)
+        rel = ((out.double() - ref).norm() / ref.norm()).item()
+        ok = rel <= LIMITS[(dtype, tf32)]
+        failures += not ok
+        print(f"{'ok ' if ok else 'BAD'} n={n} h={h} w={w} {dtype} tf32={tf32} {layout}: rel {rel:.2e}")
+    torch.cuda.synchronize()
+    print(f"sanitize cases: {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

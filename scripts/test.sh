@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README's test command: install, build, check the CUDA kernels compile, run the whole suite.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k opcheck).
+set -euo pipefail
+PYTHON=${PYTHON:-python3}
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+mkdir -p build
+bash scripts/install.sh
+bash scripts/check_cuda_compiles.sh
+echo "== pytest"
+# pytest exits 5 when it collected no test: that fails here like any other non-zero code.
+exec "$PYTHON" -m pytest -q -ra "$@"

@@ -1,0 +1,125 @@
+"""Shared test helpers: inputs, the float64 reference, the numerical contract, poisoning."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import secrets
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import alexconv
+
+HAS_CUDA = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+LAYOUTS = ["contiguous", "channels_last", "sliced"]
+
+
+def device_params():
+    """cpu always; cuda marked so that it skips where there is no GPU."""
+    return [
+        pytest.param("cpu", id="cpu"),
+        pytest.param("cuda", id="cuda", marks=[requires_cuda, pytest.mark.cuda]),
+    ]
+
+
+def make_weight(dtype=torch.float32, device="cpu", bias=True, generator=None):
+    """nn.Conv2d's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    bound = 1.0 / math.sqrt(3 * 11 * 11)
+    w = (torch.rand(96, 3, 11, 11, generator=generator) * 2 - 1) * bound
+    b = (torch.rand(96, generator=generator) * 2 - 1) * bound if bias else None
+    return w.to(device, dtype), (b.to(device, dtype) if b is not None else None)
+
+
+def make_input(n, h, w, dtype=torch.float32, device="cpu", layout="contiguous",
+               dist="randn", generator=None):
+    """Fresh random input [n, 3, h, w] in the given memory layout (never zeros)."""
+    draw = torch.randn if dist == "randn" else torch.rand
+    if layout == "sliced":
+        # A non-contiguous view: every other column of a wider tensor, odd offset.
+        big = draw(n, 3, h, 2 * w + 1, generator=generator).to(device, dtype)
+        x = big[:, :, :, 1::2]
+        assert (x.numel() == 0 or not x.is_contiguous()) and x.shape[-1] == w
+        return x
+    x = draw(n, 3, h, w, generator=generator).to(device, dtype)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def reference(x, w, b):
+    """F.conv2d in float64 on copies of the inputs: the ground truth."""
+    return F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride=4, padding=2)
+
+
+def expected_memory_format(x, w):
+    cl = torch.channels_last
+    if x.dim() == 4 and (x.is_contiguous(memory_format=cl) and not x.is_contiguous()
+                         or w.is_contiguous(memory_format=cl) and not w.is_contiguous()):
+        return cl
+    return torch.contiguous_format
+
+
+def rel_norm_error(out, ref):
+    diff = (out.double() - ref).norm().item()
+    denom = ref.norm().item()
+    return diff / denom if denom > 0 else diff
+
+
+def assert_matches_reference(out, x, w, b, allow_tf32=False):
+    """The numerical contract of README.md, against the float64 reference."""
+    ref = reference(x, w, b)
+    assert out.shape == ref.shape
+    assert out.dtype == x.dtype and out.device == x.device
+    if out.numel() == 0:
+        return 0.0, 0.0
+    assert not out.isnan().any(), "output has NaN (unwritten or wrong) elements"
+    max_err = (out.double() - ref).abs().max().item()
+    rel = rel_norm_error(out, ref)
+    if x.dtype == torch.float32 and not (allow_tf32 and out.is_cuda):
+        assert torch.allclose(out.double(), ref, atol=1e-4, rtol=1e-4), (max_err, rel)
+    else:
+        limit = {torch.float32: 1e-3, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
+        assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
+    return max_err, rel
+
+
+@contextlib.contextmanager
+def poisoned_outputs():
+    """Every new allocation (the op's output included) starts as NaN, so an
+    element the kernel forgets to write shows up as NaN."""
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev_det)
+        torch.utils.deterministic.fill_uninitialized_memory = prev_fill
+
+
+def conv1(x, w, b=None, allow_tf32=False):
+    """Runs the op with poisoned output memory."""
+    with poisoned_outputs():
+        return alexconv.conv1(x, w, b, allow_tf32=allow_tf32)
+
+
+@pytest.fixture(autouse=True)
+def fresh_seed(request):
+    """Fresh random inputs on every run; the seed is printed so that a failure can be replayed
+    (ALEXCONV_TEST_SEED=<seed> pytest ...)."""
+    seed = int(os.environ.get("ALEXCONV_TEST_SEED", secrets.randbits(62)))
+    torch.manual_seed(seed)
+    request.node.user_properties.append(("seed", seed))
+    print(f"ALEXCONV_TEST_SEED={seed}")
+    return seed
+
+
+@pytest.fixture
+def generator(fresh_seed):
+    return torch.Generator().manual_seed(fresh_seed)

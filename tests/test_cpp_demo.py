@@ -1,0 +1,66 @@
+"""The C++ app: alexconv_demo loads a scripted model with torch::jit::load and checks it."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import alexconv
+from conftest import device_params
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DEMO = pathlib.Path(alexconv.library_path()).parent / "bin" / "alexconv_demo"
+
+
+def _export(tmp_path, *extra):
+    path = tmp_path / "model.pt"
+    subprocess.run([sys.executable, str(REPO / "scripts" / "export_model.py"), str(path), *extra],
+                   check=True, capture_output=True, text=True)
+    return path
+
+
+def _run(*args):
+    return subprocess.run([str(DEMO), *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_demo_is_installed():
+    assert DEMO.is_file(), f"{DEMO} missing: the package build installs it"
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_demo_end_to_end(tmp_path, device, dtype):
+    model = _export(tmp_path, "--dtype", dtype)
+    res = _run(model, "--device", device, "--batch", 3, "--size", 99, "--iters", 2)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "output [3, 96, 24, 24]" in res.stdout
+    assert "OK: both paths match" in res.stdout
+
+
+def test_demo_loads_state_dict_of_reference_model(tmp_path):
+    import torch
+    weights = tmp_path / "ref.pt"
+    torch.save(alexconv.Model().state_dict(), weights)
+    model = _export(tmp_path, "--state-dict", weights)
+    res = _run(model, "--batch", 1, "--iters", 1)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "no model path given"),
+    (["m.pt", "--batch", "x"], "--batch needs an integer"),
+    (["m.pt", "--device", "tpu"], "--device must be cpu or cuda"),
+    (["m.pt", "--size", "3"], "--size needs an integer >= 7"),
+    (["m.pt", "--bogus", "1"], "unknown option --bogus"),
+])
+def test_demo_rejects_bad_arguments(args, message):
+    res = _run(*args)
+    assert res.returncode == 2
+    assert message in res.stderr
+
+
+def test_demo_reports_missing_model(tmp_path):
+    res = _run(tmp_path / "absent.pt")
+    assert res.returncode == 1
+    assert "could not load" in res.stderr
