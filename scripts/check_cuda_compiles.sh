@@ -12,7 +12,7 @@ fi
 if "$PYTHON" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)"; then
   echo "== CUDA compile check skipped: torch has CUDA, so the package build compiled the kernels"; exit 0
 fi
-echo "== CUDA compile check (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_80 + sm_90)"
+echo "== CUDA compile check (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_80 + sm_90a)"
 cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_CUDA_COMPILE_CHECK=ON \
   -DALEXCONV_BUILD_DEMO=OFF -DPython3_EXECUTABLE="$(command -v "$PYTHON")" > build/cuda-compile-check.log 2>&1 \
   || { cat build/cuda-compile-check.log; exit 1; }

@@ -21,32 +21,34 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
   return cuda::DType::kFloat32;
 }
 
-// ALEXCONV_CUDA_KERNEL=direct|igemm forces one kernel family (tests of the
-// fallback path on GPUs that would never pick it); unset or "auto" chooses.
-enum class KernelChoice { kAuto, kDirect, kIgemm };
+// ALEXCONV_CUDA_KERNEL forces one kernel path, for tests of the portable paths on
+// GPUs that would never pick them: direct, mma_sync (implicit GEMM with warp MMAs)
+// or wgmma (Hopper warpgroup MMAs). Unset or "auto": the fastest the GPU supports.
+enum class KernelChoice { kAuto, kDirect, kMmaSync, kWgmma };
 
 KernelChoice kernel_choice() {
   static const KernelChoice choice = [] {
     const char* env = std::getenv("ALEXCONV_CUDA_KERNEL");
     const std::string v = env ? env : "auto";
-    TORCH_CHECK(v == "auto" || v == "direct" || v == "igemm",
-                "ALEXCONV_CUDA_KERNEL must be auto, direct or igemm, got '", v, "'");
-    return v == "direct" ? KernelChoice::kDirect
-                         : v == "igemm" ? KernelChoice::kIgemm : KernelChoice::kAuto;
+    if (v == "auto") return KernelChoice::kAuto;
+    if (v == "direct") return KernelChoice::kDirect;
+    if (v == "mma_sync") return KernelChoice::kMmaSync;
+    if (v == "wgmma") return KernelChoice::kWgmma;
+    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync or wgmma, got '", v, "'");
+    return KernelChoice::kAuto;
   }();
   return choice;
 }
 
-cudaError_t launch(const cuda::Problem& p, const cuda::DeviceInfo& device, cudaStream_t stream) {
-  switch (kernel_choice()) {
-    case KernelChoice::kDirect: return cuda::launch_conv1_direct(p, stream);
-    case KernelChoice::kIgemm:
-      TORCH_CHECK(cuda::igemm_supported(p, device),
-                  "ALEXCONV_CUDA_KERNEL=igemm but this GPU cannot run the implicit GEMM");
-      return cuda::launch_conv1_igemm(p, device, stream);
-    case KernelChoice::kAuto: break;
-  }
-  return cuda::launch_conv1(p, device, stream);
+cudaError_t launch(const cuda::Problem& p, cuda::DeviceInfo device, cudaStream_t stream) {
+  const KernelChoice choice = kernel_choice();
+  if (choice == KernelChoice::kDirect) return cuda::launch_conv1_direct(p, stream);
+  if (choice == KernelChoice::kAuto) return cuda::launch_conv1(p, device, stream);
+  device.allow_wgmma = choice == KernelChoice::kWgmma;
+  TORCH_CHECK(cuda::igemm_supported(p, device) &&
+                  (choice == KernelChoice::kMmaSync || cuda::wgmma_available(device)),
+              "ALEXCONV_CUDA_KERNEL asks for a kernel this GPU or build cannot run");
+  return cuda::launch_conv1_igemm(p, device, stream);
 }
 
 void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
@@ -82,6 +84,7 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   cuda::DeviceInfo device;
   device.sm_count = prop->multiProcessorCount;
   device.major = prop->major;
+  device.minor = prop->minor;
   device.max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
 
   C10_CUDA_CHECK(launch(p, device, at::cuda::getCurrentCUDAStream()));

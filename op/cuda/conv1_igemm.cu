@@ -8,9 +8,14 @@
 // current one is multiplied. Each warp owns 32 pixels x 96 channels; A fragments
 // are gathered straight from the window (the im2col exists only in registers),
 // and results leave as fp32 accumulators + bias, straight to global memory.
+//
+// Two engines run the MMAs: warp-level mma.sync (sm_80+, the portable path) and,
+// on Hopper, warpgroup wgmma (sm_90a), which reads B from shared memory itself and
+// runs asynchronously while the next step's A fragments are gathered.
 #include "conv1_launch.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "../conv1_geometry.h"
@@ -30,7 +35,10 @@ constexpr int kWarpPixels = 32;              // two m16 tiles per warp
 template <class Mode>
 struct SmemLayout {
   using Word = typename Mode::Word;
-  static constexpr size_t kB = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
+  // B in either engine's layout (the two happen to need the same bytes).
+  static constexpr size_t kBMmaSync = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
+  static constexpr size_t kBWgmma = size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
+  static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
   static constexpr size_t kKoff = kSteps * 4 * sizeof(int4);
   static constexpr size_t kBias = kOutChannels * sizeof(float);
   static constexpr size_t kSlots = 2 * size_t(kSlotElems) * sizeof(Word);
@@ -48,6 +56,16 @@ struct PixelRows {
   int64_t out[2][2];
 };
 
+// Which tile pixel a thread's accumulator row (m-tile mt, half h, group g) is.
+// mma.sync: each warp owns 32 consecutive pixels. wgmma: each warpgroup owns 128
+// pixels as two 64-row tiles, warp w of the group holding rows 16w..16w+15 of each.
+template <bool kWgmma>
+__device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
+  if constexpr (kWgmma) return (warp >> 2) * 128 + mt * 64 + (warp & 3) * 16 + h * 8 + g;
+  return warp * kWarpPixels + mt * 16 + h * 8 + g;
+}
+
+template <bool kWgmma>
 __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Problem& p,
                                 int warp, int g) {
   PixelRows r;
@@ -55,7 +73,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
   for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int local = warp * kWarpPixels + mt * 16 + h * 8 + g;
+      const int local = local_pixel<kWgmma>(warp, mt, h, g);
       const int64_t q = tile.q_begin + local;
       r.window[mt][h] = 0;
       r.out[mt][h] = -1;
@@ -70,30 +88,49 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
   return r;
 }
 
-// Window staging: warp w takes (row, 32-column chunk) pairs w, w + 8, w + 16, ...
-// of the tile's window, one element per lane. The walk is warp-uniform, so the
-// bounds checks that produce the zero padding cost little, and loads along a
-// contiguous W coalesce. kLoadsPerThread pairs per warp cover a full slot
-// because the plan keeps rows * pitch <= kSlotElems with pitch a multiple of 32.
+// Window staging: the window is cut into 32-column chunks, and (chunk, row)
+// pairs are numbered chunk-major; warp w takes pairs w, w + 8, w + 16, ..., one
+// element per lane. A warp thus walks down a column chunk 8 rows at a time, so its
+// column terms stay fixed and each element costs one pointer add; the walk is
+// warp-uniform. A window has at least 11 rows, so a step wraps at most once.
+// kLoadsPerThread pairs per warp cover a full slot because the plan keeps
+// rows * pitch <= kSlotElems with pitch a multiple of 32.
 struct WindowWalk {
-  int pairs, row, chunk, drow, dchunk, chunks;
-  __device__ WindowWalk(const Tile& tile, int warp) {
-    chunks = int((tile.cols + 31) / 32);
-    pairs = int(tile.rows) * chunks;
-    row = warp / chunks;
-    chunk = warp % chunks;
-    drow = (kTileThreads / 32) / chunks;
-    dchunk = (kTileThreads / 32) % chunks;
-  }
-  __device__ void next() {
-    row += drow;
-    chunk += dchunk;
-    if (chunk >= chunks) {
-      chunk -= chunks;
-      ++row;
-    }
+  int rows, chunks, row, chunk;
+  __device__ WindowWalk(const Tile& tile, int warp)
+      : rows(int(tile.rows)), chunks(int((tile.cols + 31) / 32)), row(warp), chunk(0) {}
+  __device__ bool valid() const { return chunk < chunks; }
+  // Returns true when the walk moved to a new chunk.
+  __device__ bool next() {
+    row += kTileThreads / 32;
+    if (row < rows) return false;
+    row -= rows;
+    ++chunk;
+    return true;
   }
 };
+
+// A load that yields 0 where `inside` is false, without a branch or a select that
+// would wait on the load (each of the 32 loads of a stage must stay in flight).
+__device__ __forceinline__ float load_or_zero(const float* ptr, bool inside) {
+  float v;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b32 %0, 0;\n"
+      "@p ld.global.nc.f32 %0, [%1];\n}\n"
+      : "=f"(v)
+      : "l"(ptr), "r"(int(inside)));
+  return v;
+}
+
+__device__ __forceinline__ uint16_t load_or_zero(const uint16_t* ptr, bool inside) {
+  uint16_t v;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b16 %0, 0;\n"
+      "@p ld.global.nc.b16 %0, [%1];\n}\n"
+      : "=h"(v)
+      : "l"(ptr), "r"(int(inside)));
+  return v;
+}
 
 template <class Mode>
 __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const Problem& p,
@@ -101,18 +138,34 @@ __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const P
   using Raw = typename Mode::Raw;
   const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                     channel * p.in_stride[1];
-  const int64_t iy0 = tile.oy0 * kStride - kPad, ix0 = tile.x0 * kStride - kPad;
+  // Window origin in input coordinates; every window index fits in int32.
+  const int iy0 = int(tile.oy0 * kStride - kPad), ix0 = int(tile.x0 * kStride - kPad);
+  const int cols = int(tile.cols);
+  const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
+  const int64_t row_step = int64_t(kTileThreads / 32) * p.in_stride[2];
   WindowWalk w(tile, warp);
+  // Negative coordinates wrap to huge unsigned values: one compare per bound.
+  const auto column = [&](int& ix, bool& col_ok, const Raw*& col_base) {
+    const int col = w.chunk * 32 + lane;
+    ix = ix0 + col;
+    col_ok = col < cols && unsigned(ix) < width;
+    col_base = base + int64_t(ix) * p.in_stride[3];
+  };
+  int ix;
+  bool col_ok;
+  const Raw* col_base;
+  column(ix, col_ok, col_base);
+  int64_t row_off = int64_t(iy0 + w.row) * p.in_stride[2];
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (warp + 8 * i < w.pairs) {
-      const int64_t iy = iy0 + w.row;
-      const int col = w.chunk * 32 + lane;
-      const int64_t ix = ix0 + col;
-      const bool inside = iy >= 0 && iy < p.in_h && col < tile.cols && ix >= 0 && ix < p.in_w;
-      regs[i] = inside ? __ldg(base + iy * p.in_stride[2] + ix * p.in_stride[3]) : Raw(0);
+    if (w.valid()) {
+      regs[i] = load_or_zero(col_base + row_off, col_ok && unsigned(iy0 + w.row) < height);
     }
-    w.next();
+    row_off += row_step;
+    if (w.next()) {
+      column(ix, col_ok, col_base);
+      row_off = int64_t(iy0 + w.row) * p.in_stride[2];
+    }
   }
 }
 
@@ -121,17 +174,103 @@ __device__ void store_window(typename Mode::Word* slot,
                              const typename Mode::Raw (&regs)[kLoadsPerThread],
                              const Tile& tile, int pitch, int warp, int lane) {
   WindowWalk w(tile, warp);
+  int index = w.row * pitch + lane;
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (warp + 8 * i < w.pairs) {
-      slot[w.row * pitch + w.chunk * 32 + lane] = Mode::to_word(regs[i]);
+    if (w.valid()) slot[index] = Mode::to_word(regs[i]);
+    index += (kTileThreads / 32) * pitch;
+    if (w.next()) index = w.row * pitch + w.chunk * 32 + lane;
+  }
+}
+
+// Window data travels by cp.async straight into shared memory: no staging
+// registers, and the copy engine zero-fills the padding (src-size < 4).
+__device__ __forceinline__ void copy_async_4(uint32_t smem_addr, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void copy_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// This thread's share of a window of `units` per row: (row, 32-unit chunk)
+// pairs are numbered chunk-major and warp w takes pairs w, w + 8, ... So a warp
+// walks down one chunk 8 rows at a time, one unit per lane.
+struct WindowShare {
+  static constexpr int kWarps = kTileThreads / 32;
+  int chunks;
+  __device__ WindowShare(int units) : chunks((units + 31) / 32) {}
+  __device__ static int first_row(int warp, int chunk, int rows) {
+    return ((warp - chunk * rows) % kWarps + kWarps) % kWarps;
+  }
+};
+
+// cp.async path: one 4-byte copy per unit -- one float32 element, or an aligned
+// pair of 16-bit elements (the host checks W is unit-stride and 4-byte aligned).
+// The copy engine zero-fills what lies outside the input, including the second
+// half of a pair at an odd right edge. Per row the source and destination only
+// advance by fixed strides.
+template <class Mode>
+__device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, const Tile& tile,
+                                   int channel, int pitch, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  constexpr int kPerUnit = 4 / int(sizeof(Raw));
+  const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
+                    channel * p.in_stride[1];
+  const int iy0 = int(tile.oy0 * kStride - kPad), ix0 = int(tile.x0 * kStride - kPad);
+  const int rows = int(tile.rows), cols = int(tile.cols);
+  const unsigned height = unsigned(p.in_h);
+  const int width = int(p.in_w);
+  const uint32_t slot_addr = static_cast<uint32_t>(__cvta_generic_to_shared(slot));
+  const WindowShare share((cols + kPerUnit - 1) / kPerUnit);
+  const int64_t src_step = int64_t(WindowShare::kWarps) * p.in_stride[2];
+  const uint32_t dst_step = uint32_t(WindowShare::kWarps * pitch) * uint32_t(sizeof(Raw));
+  for (int chunk = 0; chunk < share.chunks; ++chunk) {
+    const int col = (chunk * 32 + lane) * kPerUnit, ix = ix0 + col;
+    // Past the window's last column: copy nothing. (A pair lane there would land
+    // beyond the row pitch, in another warp's row.)
+    if (col >= cols) break;
+    // Bytes of this column (pair) inside the input; ix0 is even, so a pair never starts at -1.
+    const int col_bytes = !(ix >= 0 && ix < width) ? 0
+                          : (kPerUnit == 2 && ix + 1 >= width) ? int(sizeof(Raw))
+                                                                 : 4;
+    const int first = WindowShare::first_row(warp, chunk, rows);
+    const Raw* src = base + int64_t(iy0 + first) * p.in_stride[2] + int64_t(ix) * p.in_stride[3];
+    uint32_t dst = slot_addr + uint32_t(first * pitch + col) * uint32_t(sizeof(Raw));
+    for (int row = first; row < rows; row += WindowShare::kWarps) {
+      const int bytes = unsigned(iy0 + row) < height ? col_bytes : 0;
+      // Units that copy nothing still need a valid address.
+      copy_async_4(dst, bytes ? src : base, bytes);
+      src += src_step;
+      dst += dst_step;
     }
-    w.next();
+  }
+}
+
+// After its own copies land, each thread turns its float32 elements into MMA
+// words in place (16-bit elements are already in operand format).
+template <class Mode>
+__device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
+                               int lane) {
+  if constexpr (sizeof(typename Mode::Raw) == 4) {
+    const int rows = int(tile.rows);
+    const WindowShare share(int(tile.cols));
+    for (int chunk = 0; chunk < share.chunks; ++chunk) {
+      typename Mode::Word* word = slot + chunk * 32 + lane;
+      for (int row = WindowShare::first_row(warp, chunk, rows); row < rows;
+           row += WindowShare::kWarps) {
+        word[row * pitch] = Mode::to_word(__uint_as_float(word[row * pitch]));
+      }
+    }
   }
 }
 
 // Packs B (all channels, fragment order), the tap-offset table and the bias.
-template <class Mode, DType T>
+template <class Mode, DType T, bool kWgmma>
 __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
                                   float* bias, typename Mode::Raw* staging, int tid) {
   using Raw = typename Mode::Raw;
@@ -145,15 +284,41 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
                           (tap % kKernel) * p.weight_stride[3]];
     }
     __syncthreads();
-    constexpr int kPerStep = Mode::kChunks * 32;
-    for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
-      const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
-      const auto w = [&](int n, int col) {
-        const int tap = step * 16 + col;
-        return tap < kTapsPerChannel ? staging[n * kTapsPerChannel + tap] : Raw(0);
-      };
-      b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
-          Mode::pack_b(w, chunk, lane >> 2, lane & 3);
+    const auto tap_value = [&](int n, int step, int col) {
+      const int tap = step * 16 + col;
+      return tap < kTapsPerChannel ? staging[n * kTapsPerChannel + tap] : Raw(0);
+    };
+    if constexpr (kWgmma) {
+      // Element by element into 8x16-byte core matrices (see conv1_wgmma.cuh).
+      constexpr int kTapsPerBlock = 32 / Mode::kWgElemBytes;
+      constexpr int kPerBlock = kOutChannels * kTapsPerBlock;
+      static_assert(kPerBlock % kTileThreads == 0, "blocks split evenly over the threads");
+      unsigned char* b_bytes = reinterpret_cast<unsigned char*>(b_frag);
+      for (int step = 0; step < kSteps; ++step) {
+        for (int block = 0; block < Mode::kWgBlocks; ++block) {
+          unsigned char* dst_block =
+              b_bytes + ((c * kSteps + step) * Mode::kWgBlocks + block) * wgmma::kBlockBytes;
+#pragma unroll
+          for (int e = tid; e < kPerBlock; e += kTileThreads) {
+            const int n = e / kTapsPerBlock, k = e % kTapsPerBlock;
+            const uint32_t v = Mode::wg_b(tap_value(n, step, Mode::wg_tap(block, k)), block);
+            unsigned char* dst = dst_block + wgmma::block_offset(n, k * Mode::kWgElemBytes);
+            if constexpr (Mode::kWgElemBytes == 4) {
+              *reinterpret_cast<uint32_t*>(dst) = v;
+            } else {
+              *reinterpret_cast<uint16_t*>(dst) = uint16_t(v);
+            }
+          }
+        }
+      }
+    } else {
+      constexpr int kPerStep = Mode::kChunks * 32;
+      for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
+        const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
+        const auto w = [&](int n, int col) { return tap_value(n, step, col); };
+        b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
+            Mode::pack_b(w, chunk, lane >> 2, lane & 3);
+      }
     }
     __syncthreads();
   }
@@ -171,6 +336,10 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
     const Raw* b = static_cast<const Raw*>(p.bias);
     bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // B was written through the generic proxy; the tensor cores read it through the async proxy.
+  if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
   __syncthreads();
 }
 
@@ -237,6 +406,54 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4
   }
 }
 
+// The wgmma version: each step's MMAs run asynchronously while the next step's
+// A words are gathered. A fragments alternate between two register sets, and a
+// step waits only for the step before it, whose set it will overwrite next.
+template <class Mode>
+__device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTiles][4],
+                                                       const typename Mode::Word* window,
+                                                       uint32_t b_channel, const int4* koff,
+                                                       const PixelRows& rows, int lane) {
+  using Word = typename Mode::Word;
+  const int t = lane & 3;
+  StepWords<Mode> cur, nxt;
+  load_step<Mode>(cur, window, rows, koff[t]);
+  int4 k_next = koff[4 + t];
+  typename Mode::A a[2][2];
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    if (step + 1 < kSteps) {
+      load_step<Mode>(nxt, window, rows, k_next);
+      if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      if (step == kSteps - 1) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
+            cur.x[mt][0][j] = Word(0);
+            cur.x[mt][1][j] = Word(0);
+          }
+        }
+      }
+      Mode::make_a(a[step & 1][mt], cur.x[mt]);
+    }
+    wgmma::fence();
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      Mode::wg_mma(acc[mt], a[step & 1][mt],
+                   b_channel + step * Mode::kWgBlocks * wgmma::kBlockBytes);
+    }
+    wgmma::commit();
+    wgmma::wait<1>();
+    if (step + 1 < kSteps) cur = nxt;
+  }
+  wgmma::wait<0>();
+  wgmma::fence_accumulators(acc[0]);
+  wgmma::fence_accumulators(acc[1]);
+}
+
 template <DType T>
 __device__ void store_tile(float (&acc)[2][mma::kNTiles][4], const PixelRows& rows,
                            const float* bias, const Problem& p, int t) {
@@ -259,7 +476,7 @@ __device__ void store_tile(float (&acc)[2][mma::kNTiles][4], const PixelRows& ro
   }
 }
 
-template <class Mode, DType T>
+template <class Mode, DType T, bool kWgmma, bool kAsync>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_igemm_kernel(const Problem p, const TilePlan plan) {
   using Word = typename Mode::Word;
@@ -273,29 +490,51 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int pitch = int(plan.pitch);
-  prepare_constants<Mode, T>(p, pitch, b_frag, koff, bias,
+  prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias,
                              reinterpret_cast<typename Mode::Raw*>(slots), tid);
 
-  // Pipeline over stages (tile, channel): multiply stage s from slot s % 2 while
-  // stage s + 1 waits in registers.
+  // Pipeline over stages (tile, channel): stage s is multiplied from slot s % 2
+  // while stage s + 1 is staged into the other slot.
   int64_t tile_index = blockIdx.x;
   Tile tile = decode_tile(plan, tile_index);
-  PixelRows rows = pixel_rows(tile, plan, p, warp, lane >> 2);
+  PixelRows rows = pixel_rows<kWgmma>(tile, plan, p, warp, lane >> 2);
   int channel = 0;
 
-  int64_t next_index = tile_index;  // the stage held in registers
+  // The stage after the one being multiplied ("next") is either landing through
+  // cp.async or, for 16-bit inputs whose rows are not unit-stride 4-byte-aligned
+  // runs, waiting in registers.
+  static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
+  int64_t next_index = tile_index;
   Tile next = tile;
   int next_channel = 1;
-  typename Mode::Raw regs[kLoadsPerThread];
-  load_window<Mode>(regs, p, tile, 0, warp, lane);
-  store_window<Mode>(slots, regs, tile, pitch, warp, lane);
-  load_window<Mode>(regs, p, next, next_channel, warp, lane);
+  typename Mode::Raw regs[kAsync ? 1 : kLoadsPerThread];
+  if constexpr (kAsync) {
+    issue_window_async<Mode>(slots, p, tile, 0, pitch, warp, lane);
+    copy_async_commit();
+    copy_async_wait_all();
+    convert_window<Mode>(slots, tile, pitch, warp, lane);
+    issue_window_async<Mode>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
+    copy_async_commit();
+  } else {
+    load_window<Mode>(regs, p, tile, 0, warp, lane);
+    store_window<Mode>(slots, regs, tile, pitch, warp, lane);
+    load_window<Mode>(regs, p, next, next_channel, warp, lane);
+  }
   __syncthreads();
 
   float acc[2][mma::kNTiles][4] = {};
   for (int64_t stage = 0;; ++stage) {
-    multiply_channel<Mode>(acc, slots + (stage & 1) * kSlotElems,
-                           b_frag + channel * kSteps * Mode::kChunks * 32, koff, rows, lane);
+    const Word* window = slots + (stage & 1) * kSlotElems;
+    if constexpr (kWgmma) {
+      multiply_channel_wgmma<Mode>(
+          acc, window,
+          static_cast<uint32_t>(__cvta_generic_to_shared(b_frag)) +
+              channel * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes,
+          koff, rows, lane);
+    } else {
+      multiply_channel<Mode>(acc, window, b_frag + channel * kSteps * Mode::kChunks * 32, koff,
+                             rows, lane);
+    }
     if (channel == kInChannels - 1) {
       store_tile<T>(acc, rows, bias, p, lane & 3);
 #pragma unroll
@@ -306,31 +545,53 @@ __global__ void __launch_bounds__(kTileThreads, 1)
           for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
     }
     const bool have_next = next_index < plan.tiles;
+    Word* next_slot = slots + ((stage + 1) & 1) * kSlotElems;
     if (have_next) {
-      store_window<Mode>(slots + ((stage + 1) & 1) * kSlotElems, regs, next, pitch, warp, lane);
+      if constexpr (kAsync) {
+        copy_async_wait_all();
+        convert_window<Mode>(next_slot, next, pitch, warp, lane);
+      } else {
+        store_window<Mode>(next_slot, regs, next, pitch, warp, lane);
+      }
       if (++next_channel == kInChannels) {
         next_channel = 0;
         next_index += gridDim.x;
         if (next_index < plan.tiles) next = decode_tile(plan, next_index);
       }
-      if (next_index < plan.tiles) load_window<Mode>(regs, p, next, next_channel, warp, lane);
+      if constexpr (!kAsync) {
+        if (next_index < plan.tiles) load_window<Mode>(regs, p, next, next_channel, warp, lane);
+      }
     }
     __syncthreads();
     if (!have_next) break;
+    if constexpr (kAsync) {
+      // Everyone has finished multiplying from this stage's slot: refill it.
+      if (next_index < plan.tiles) {
+        issue_window_async<Mode>(slots + (stage & 1) * kSlotElems, p, next, next_channel, pitch,
+                                 warp, lane);
+        copy_async_commit();
+      }
+    }
     if (++channel == kInChannels) {
       channel = 0;
       tile_index += gridDim.x;
       tile = decode_tile(plan, tile_index);
-      rows = pixel_rows(tile, plan, p, warp, lane >> 2);
+      rows = pixel_rows<kWgmma>(tile, plan, p, warp, lane >> 2);
     }
   }
 }
 
-template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w);
-  if (plan.tiles == 0) return cudaSuccess;
-  const auto kernel = conv1_igemm_kernel<Mode, T>;
+// 16-bit windows can be copied in aligned element pairs when W is unit-stride
+// and every row starts 4-byte aligned.
+bool pairs_aligned(const Problem& p) {
+  return p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 4 == 0 &&
+         p.in_stride[0] % 2 == 0 && p.in_stride[1] % 2 == 0 && p.in_stride[2] % 2 == 0;
+}
+
+template <class Mode, DType T, bool kWgmma, bool kAsync>
+cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
+                          cudaStream_t stream) {
+  const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kAsync>;
   const size_t smem = SmemLayout<Mode>::kTotal;
   cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
@@ -341,6 +602,26 @@ cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(std::max(per_sm, 1)) * device.sm_count);
   kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+template <class Mode, DType T, bool kWgmma>
+cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
+                          cudaStream_t stream) {
+  if constexpr (T == DType::kFloat32) {
+    return launch_kernel<Mode, T, kWgmma, true>(p, plan, device, stream);
+  } else {
+    return pairs_aligned(p) ? launch_kernel<Mode, T, kWgmma, true>(p, plan, device, stream)
+                            : launch_kernel<Mode, T, kWgmma, false>(p, plan, device, stream);
+  }
+}
+
+template <class Mode, DType T>
+cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w);
+  if (plan.tiles == 0) return cudaSuccess;
+  return device.allow_wgmma && wgmma_available(device)
+             ? launch_engine<Mode, T, true>(p, plan, device, stream)
+             : launch_engine<Mode, T, false>(p, plan, device, stream);
 }
 
 size_t igemm_smem_bytes(const Problem& p) {
@@ -354,6 +635,16 @@ size_t igemm_smem_bytes(const Problem& p) {
 }
 
 }  // namespace
+
+// wgmma code exists only where CMake built the kernels for sm_90a.
+bool wgmma_available(const DeviceInfo& device) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  return device.major == 9 && device.minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
 
 bool igemm_supported(const Problem& p, const DeviceInfo& device) {
   return device.major >= 8 && igemm_smem_bytes(p) <= device.max_smem_per_block_optin;

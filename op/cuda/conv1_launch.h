@@ -32,8 +32,9 @@ struct Problem {
 // the device guard) so the kernels need no device queries of their own.
 struct DeviceInfo {
   int sm_count = 0;
-  int major = 0;
+  int major = 0, minor = 0;
   size_t max_smem_per_block_optin = 0;
+  bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests)
 };
 
 // Enqueues the convolution on `stream`. Picks the tensor-core implicit GEMM
@@ -48,6 +49,8 @@ cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
                                cudaStream_t stream);
 // Whether launch_conv1_igemm can run this problem on this device.
 bool igemm_supported(const Problem& problem, const DeviceInfo& device);
+// Whether it will use the Hopper wgmma engine there (sm_90 device, sm_90a build).
+bool wgmma_available(const DeviceInfo& device);
 
 }  // namespace cuda
 }  // namespace alexconv

@@ -3,7 +3,8 @@
 // Each input channel contributes 121 taps, padded to 128 = 8 steps of 16. A step
 // hands every thread 4 tap columns ("cols") of A for its two pixel rows (g, g+8),
 // and one 16-byte chunk of B per chunk index, pre-packed in fragment order.
-// A mode says how those become mma.sync instructions:
+// A mode says how those become mma.sync instructions (and, for the wgmma engine,
+// how B is laid out in core matrices and which warpgroup MMAs consume it):
 //   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
 //   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
 //   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
@@ -13,6 +14,8 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+
+#include "conv1_wgmma.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -116,6 +119,19 @@ struct Bf16x3 {
     split_bf16x2(w(n, col(t, 2)), w(n, col(t, 3)), b.y, b.w);
     return b;
   }
+  // wgmma: block 0 holds hi(w), block 1 lo(w), 16 taps each.
+  static constexpr int kWgBlocks = 2, kWgElemBytes = 2;
+  __device__ static int wg_tap(int /*block*/, int k) { return k; }
+  __device__ static uint32_t wg_b(float w, int block) {
+    uint32_t hi, lo;
+    split_bf16x2(w, 0.f, hi, lo);
+    return (block == 0 ? hi : lo) & 0xffffu;
+  }
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
+    wgmma::bf16_m64n96k16(acc, a.lo, wgmma::descriptor(b));
+    wgmma::bf16_m64n96k16(acc, a.hi, wgmma::descriptor(b + wgmma::kBlockBytes));
+    wgmma::bf16_m64n96k16(acc, a.hi, wgmma::descriptor(b));
+  }
 };
 
 struct Tf32 {
@@ -146,6 +162,14 @@ struct Tf32 {
     const int n = chunk * 8 + g;
     return make_uint4(to_tf32(w(n, col(t, 0))), to_tf32(w(n, col(t, 1))),
                       to_tf32(w(n, col(t, 2))), to_tf32(w(n, col(t, 3))));
+  }
+  // wgmma: block h holds taps 8h..8h+7 of the step.
+  static constexpr int kWgBlocks = 2, kWgElemBytes = 4;
+  __device__ static int wg_tap(int block, int k) { return 8 * block + k; }
+  __device__ static uint32_t wg_b(float w, int /*block*/) { return to_tf32(w); }
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
+    wgmma::tf32_m64n96k8(acc, a.k8[0], wgmma::descriptor(b));
+    wgmma::tf32_m64n96k8(acc, a.k8[1], wgmma::descriptor(b + wgmma::kBlockBytes));
   }
 };
 
@@ -182,6 +206,16 @@ struct Half {
                       pack_u16(w(n0, col(t, 2)), w(n0, col(t, 3))),
                       pack_u16(w(n1, col(t, 0)), w(n1, col(t, 1))),
                       pack_u16(w(n1, col(t, 2)), w(n1, col(t, 3))));
+  }
+  static constexpr int kWgBlocks = 1, kWgElemBytes = 2;
+  __device__ static int wg_tap(int /*block*/, int k) { return k; }
+  __device__ static uint32_t wg_b(uint16_t w, int /*block*/) { return w; }
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
+    if constexpr (kBf16) {
+      wgmma::bf16_m64n96k16(acc, a.r, wgmma::descriptor(b));
+    } else {
+      wgmma::f16_m64n96k16(acc, a.r, wgmma::descriptor(b));
+    }
   }
 };
 
