@@ -1,11 +1,11 @@
 // The tensor-core implicit GEMM: out[pixel][channel] = sum_k A[pixel][k] * B[k][channel],
 // M = output pixels, N = 96, K = 3 x 121 (each channel padded to 128).
 //
-// A persistent grid of 256-thread CTAs walks the tiles of conv1_tiling.h. Per
+// A persistent grid of 512-thread CTAs walks the tiles of conv1_tiling.h. Per
 // CTA, the packed weights of all three channels (B) stay in shared memory for the
 // whole run; per tile, each input channel's window is staged once in one of two
 // slots, the next channel's window travelling through registers while the
-// current one is multiplied. Each warp owns 32 pixels x 96 channels; A fragments
+// current one is multiplied. Each warp owns 16 pixels x 96 channels; A fragments
 // are gathered straight from the window (the im2col exists only in registers),
 // and results leave as fp32 accumulators + bias, straight to global memory.
 //
@@ -15,6 +15,7 @@
 #include "conv1_launch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -30,39 +31,37 @@ namespace {
 constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 constexpr int kTapsPerChannel = kKernel * kKernel;
 constexpr int kLoadsPerThread = kSlotElems / kTileThreads;
-constexpr int kWarpPixels = 32;              // two m16 tiles per warp
+constexpr int kMTiles = 1;                   // m16 row tiles per warp (16 pixels)
 
 template <class Mode>
 struct SmemLayout {
   using Word = typename Mode::Word;
   // B in either engine's layout (the two happen to need the same bytes).
   static constexpr size_t kBMmaSync = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
-  static constexpr size_t kBWgmma = size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
+  static constexpr size_t kBWgmma =
+      size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
   static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
   static constexpr size_t kKoff = kSteps * 4 * sizeof(int4);
   static constexpr size_t kBias = kOutChannels * sizeof(float);
   static constexpr size_t kSlots = 2 * size_t(kSlotElems) * sizeof(Word);
   static constexpr size_t kTotal = kB + kKoff + kBias + kSlots;
   static_assert((kB + kKoff + kBias) % 16 == 0, "slots must stay 16-byte aligned");
-  // The raw weights of one channel are staged in the slots while B is packed.
-  static_assert(kOutChannels * kTapsPerChannel * sizeof(typename Mode::Raw) <= kSlots,
-                "weight staging fits");
 };
 
 // Per-thread view of the tile being multiplied: for its 2 m-tiles x 2 rows
 // (pixels g and g+8), the offset into the window and into the output (-1: no pixel).
 struct PixelRows {
-  int window[2][2];
-  int64_t out[2][2];
+  int window[kMTiles][2];
+  int64_t out[kMTiles][2];
 };
 
 // Which tile pixel a thread's accumulator row (m-tile mt, half h, group g) is.
-// mma.sync: each warp owns 32 consecutive pixels. wgmma: each warpgroup owns 128
-// pixels as two 64-row tiles, warp w of the group holding rows 16w..16w+15 of each.
+// mma.sync: each warp owns 16 consecutive pixels per m-tile. wgmma: each warpgroup
+// owns 64 pixels per m-tile, warp w of the group holding rows 16w..16w+15.
 template <bool kWgmma>
 __device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
-  if constexpr (kWgmma) return (warp >> 2) * 128 + mt * 64 + (warp & 3) * 16 + h * 8 + g;
-  return warp * kWarpPixels + mt * 16 + h * 8 + g;
+  if constexpr (kWgmma) return ((warp >> 2) * kMTiles + mt) * 64 + (warp & 3) * 16 + h * 8 + g;
+  return (warp * kMTiles + mt) * 16 + h * 8 + g;
 }
 
 template <bool kWgmma>
@@ -70,7 +69,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
                                 int warp, int g) {
   PixelRows r;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int local = local_pixel<kWgmma>(warp, mt, h, g);
@@ -92,20 +91,23 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
 // pairs are numbered chunk-major; warp w takes pairs w, w + 8, w + 16, ..., one
 // element per lane. A warp thus walks down a column chunk 8 rows at a time, so its
 // column terms stay fixed and each element costs one pointer add; the walk is
-// warp-uniform. A window has at least 11 rows, so a step wraps at most once.
+// warp-uniform.
 // kLoadsPerThread pairs per warp cover a full slot because the plan keeps
 // rows * pitch <= kSlotElems with pitch a multiple of 32.
 struct WindowWalk {
   int rows, chunks, row, chunk;
   __device__ WindowWalk(const Tile& tile, int warp)
-      : rows(int(tile.rows)), chunks(int((tile.cols + 31) / 32)), row(warp), chunk(0) {}
+      : rows(int(tile.rows)), chunks(int((tile.cols + 31) / 32)), row(warp % rows),
+        chunk(warp / rows) {}
   __device__ bool valid() const { return chunk < chunks; }
   // Returns true when the walk moved to a new chunk.
   __device__ bool next() {
     row += kTileThreads / 32;
     if (row < rows) return false;
-    row -= rows;
-    ++chunk;
+    while (row >= rows) {
+      row -= rows;
+      ++chunk;
+    }
     return true;
   }
 };
@@ -174,7 +176,7 @@ __device__ void store_window(typename Mode::Word* slot,
                              const typename Mode::Raw (&regs)[kLoadsPerThread],
                              const Tile& tile, int pitch, int warp, int lane) {
   WindowWalk w(tile, warp);
-  int index = w.row * pitch + lane;
+  int index = w.row * pitch + w.chunk * 32 + lane;
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
     if (w.valid()) slot[index] = Mode::to_word(regs[i]);
@@ -193,9 +195,11 @@ __device__ __forceinline__ void copy_async_4(uint32_t smem_addr, const void* src
 __device__ __forceinline__ void copy_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
-__device__ __forceinline__ void copy_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
+__device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 
 // This thread's share of a window of `units` per row: (row, 32-unit chunk)
 // pairs are numbered chunk-major and warp w takes pairs w, w + 8, ... So a warp
@@ -269,50 +273,46 @@ __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int 
   }
 }
 
-// Packs B (all channels, fragment order), the tap-offset table and the bias.
+// Packs B (all channels, in the engine's layout) straight from the weight
+// tensor (any strides; the 139 KB of weights come from L2 after the first CTA),
+// then the tap-offset table and the bias. The window copies of the first stage
+// are already in flight meanwhile.
 template <class Mode, DType T, bool kWgmma>
 __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                  float* bias, typename Mode::Raw* staging, int tid) {
+                                  float* bias, int tid) {
   using Raw = typename Mode::Raw;
   const Raw* weight = static_cast<const Raw*>(p.weight);
   for (int c = 0; c < kInChannels; ++c) {
-    // Coalesced-ish strided reads of one channel's [96][121] taps, then packing from shared memory.
-    for (int e = tid; e < kOutChannels * kTapsPerChannel; e += kTileThreads) {
-      const int n = e / kTapsPerChannel, tap = e % kTapsPerChannel;
-      staging[e] = weight[n * p.weight_stride[0] + c * p.weight_stride[1] +
-                          (tap / kKernel) * p.weight_stride[2] +
-                          (tap % kKernel) * p.weight_stride[3]];
-    }
-    __syncthreads();
+    const Raw* wc = weight + c * p.weight_stride[1];
     const auto tap_value = [&](int n, int step, int col) {
       const int tap = step * 16 + col;
-      return tap < kTapsPerChannel ? staging[n * kTapsPerChannel + tap] : Raw(0);
+      return tap < kTapsPerChannel
+                 ? __ldg(wc + n * p.weight_stride[0] + (tap / kKernel) * p.weight_stride[2] +
+                         (tap % kKernel) * p.weight_stride[3])
+                 : Raw(0);
     };
     if constexpr (kWgmma) {
-      // Element by element into 8x16-byte core matrices (see conv1_wgmma.cuh).
-      constexpr int kTapsPerBlock = 32 / Mode::kWgElemBytes;
-      constexpr int kPerBlock = kOutChannels * kTapsPerBlock;
-      static_assert(kPerBlock % kTileThreads == 0, "blocks split evenly over the threads");
-      unsigned char* b_bytes = reinterpret_cast<unsigned char*>(b_frag);
-      for (int step = 0; step < kSteps; ++step) {
-        for (int block = 0; block < Mode::kWgBlocks; ++block) {
-          unsigned char* dst_block =
-              b_bytes + ((c * kSteps + step) * Mode::kWgBlocks + block) * wgmma::kBlockBytes;
+      // Word by word into 8x16-byte core matrices (see conv1_wgmma.cuh): a block
+      // row is 32 bytes = 8 words per output channel.
+      constexpr int kUnits = 8, kPerStep = kOutChannels * kUnits;
+      // Fully unrolled (12 words per thread): every weight load in flight at once.
 #pragma unroll
-          for (int e = tid; e < kPerBlock; e += kTileThreads) {
-            const int n = e / kTapsPerBlock, k = e % kTapsPerBlock;
-            const uint32_t v = Mode::wg_b(tap_value(n, step, Mode::wg_tap(block, k)), block);
-            unsigned char* dst = dst_block + wgmma::block_offset(n, k * Mode::kWgElemBytes);
-            if constexpr (Mode::kWgElemBytes == 4) {
-              *reinterpret_cast<uint32_t*>(dst) = v;
-            } else {
-              *reinterpret_cast<uint16_t*>(dst) = uint16_t(v);
-            }
-          }
+      for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
+        const int step = e / kPerStep, n = (e / kUnits) % kOutChannels, unit = e % kUnits;
+        const auto w = [&](int n_, int col) { return tap_value(n_, step, col); };
+        uint32_t words[Mode::kWgBlocks];
+        Mode::wg_words(w, n, unit, words);
+        unsigned char* step_blocks = reinterpret_cast<unsigned char*>(b_frag) +
+                                     (c * kSteps + step) * Mode::kWgBlocks * wgmma::kBlockBytes +
+                                     wgmma::block_offset(n, 4 * unit);
+#pragma unroll
+        for (int b = 0; b < Mode::kWgBlocks; ++b) {
+          *reinterpret_cast<uint32_t*>(step_blocks + b * wgmma::kBlockBytes) = words[b];
         }
       }
     } else {
       constexpr int kPerStep = Mode::kChunks * 32;
+#pragma unroll 4
       for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
         const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
         const auto w = [&](int n, int col) { return tap_value(n, step, col); };
@@ -320,7 +320,6 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
             Mode::pack_b(w, chunk, lane >> 2, lane & 3);
       }
     }
-    __syncthreads();
   }
   if (tid < kSteps * 4) {
     const int step = tid >> 2, t = tid & 3;
@@ -346,7 +345,7 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
 // The thread's A words of one step: pixel rows (g, g+8) of both m-tiles x 4 tap columns.
 template <class Mode>
 struct StepWords {
-  typename Mode::Word x[2][2][4];
+  typename Mode::Word x[kMTiles][2][4];
 };
 
 template <class Mode>
@@ -354,7 +353,7 @@ __device__ __forceinline__ void load_step(StepWords<Mode>& s, const typename Mod
                                           const PixelRows& rows, int4 k4) {
   const int ko[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -365,7 +364,7 @@ __device__ __forceinline__ void load_step(StepWords<Mode>& s, const typename Mod
 // words and the step after's tap offsets are loaded before this step's MMAs, so
 // shared-memory latency overlaps tensor-core work.
 template <class Mode>
-__device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4],
+__device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTiles][4],
                                                  const typename Mode::Word* window,
                                                  const uint4* b_channel, const int4* koff,
                                                  const PixelRows& rows, int lane) {
@@ -380,9 +379,9 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4
       load_step<Mode>(nxt, window, rows, k_next);
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
-    typename Mode::A a[2];
+    typename Mode::A a[kMTiles];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < kMTiles; ++mt) {
       if (step == kSteps - 1) {
         // Taps 121..127 are padding: zero A there (B is zero too, but A may be inf).
 #pragma unroll
@@ -400,7 +399,7 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4
     for (int chunk = 0; chunk < Mode::kChunks; ++chunk) {
       const uint4 b = b_step[chunk * 32];
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) Mode::mma(acc[mt], chunk, a[mt], b);
+      for (int mt = 0; mt < kMTiles; ++mt) Mode::mma(acc[mt], chunk, a[mt], b);
     }
     if (step + 1 < kSteps) cur = nxt;
   }
@@ -410,7 +409,7 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[2][mma::kNTiles][4
 // A words are gathered. A fragments alternate between two register sets, and a
 // step waits only for the step before it, whose set it will overwrite next.
 template <class Mode>
-__device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTiles][4],
+__device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma::kNTiles][4],
                                                        const typename Mode::Word* window,
                                                        uint32_t b_channel, const int4* koff,
                                                        const PixelRows& rows, int lane) {
@@ -419,7 +418,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTi
   StepWords<Mode> cur, nxt;
   load_step<Mode>(cur, window, rows, koff[t]);
   int4 k_next = koff[4 + t];
-  typename Mode::A a[2][2];
+  typename Mode::A a[2][kMTiles];  // [step parity][m-tile]
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     if (step + 1 < kSteps) {
@@ -427,7 +426,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTi
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < kMTiles; ++mt) {
       if (step == kSteps - 1) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -441,7 +440,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTi
     }
     wgmma::fence();
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < kMTiles; ++mt) {
       Mode::wg_mma(acc[mt], a[step & 1][mt],
                    b_channel + step * Mode::kWgBlocks * wgmma::kBlockBytes);
     }
@@ -450,17 +449,17 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[2][mma::kNTi
     if (step + 1 < kSteps) cur = nxt;
   }
   wgmma::wait<0>();
-  wgmma::fence_accumulators(acc[0]);
-  wgmma::fence_accumulators(acc[1]);
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) wgmma::fence_accumulators(acc[mt]);
 }
 
 template <DType T>
-__device__ void store_tile(float (&acc)[2][mma::kNTiles][4], const PixelRows& rows,
+__device__ void store_tile(float (&acc)[kMTiles][mma::kNTiles][4], const PixelRows& rows,
                            const float* bias, const Problem& p, int t) {
   using S = typename Storage<T>::type;
   S* out = static_cast<S*>(p.output);
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t base = rows.out[mt][h];
@@ -490,8 +489,6 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int pitch = int(plan.pitch);
-  prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias,
-                             reinterpret_cast<typename Mode::Raw*>(slots), tid);
 
   // Pipeline over stages (tile, channel): stage s is multiplied from slot s % 2
   // while stage s + 1 is staged into the other slot.
@@ -508,21 +505,26 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   Tile next = tile;
   int next_channel = 1;
   typename Mode::Raw regs[kAsync ? 1 : kLoadsPerThread];
+  // The first window travels while B is packed.
   if constexpr (kAsync) {
     issue_window_async<Mode>(slots, p, tile, 0, pitch, warp, lane);
     copy_async_commit();
-    copy_async_wait_all();
-    convert_window<Mode>(slots, tile, pitch, warp, lane);
-    issue_window_async<Mode>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
-    copy_async_commit();
   } else {
     load_window<Mode>(regs, p, tile, 0, warp, lane);
+  }
+  prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
+  if constexpr (kAsync) {
+    issue_window_async<Mode>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
+    copy_async_commit();
+    copy_async_wait<1>();  // the first window; the second may still be in flight
+    convert_window<Mode>(slots, tile, pitch, warp, lane);
+  } else {
     store_window<Mode>(slots, regs, tile, pitch, warp, lane);
     load_window<Mode>(regs, p, next, next_channel, warp, lane);
   }
   __syncthreads();
 
-  float acc[2][mma::kNTiles][4] = {};
+  float acc[kMTiles][mma::kNTiles][4] = {};
   for (int64_t stage = 0;; ++stage) {
     const Word* window = slots + (stage & 1) * kSlotElems;
     if constexpr (kWgmma) {
@@ -538,7 +540,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     if (channel == kInChannels - 1) {
       store_tile<T>(acc, rows, bias, p, lane & 3);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
         for (int nt = 0; nt < mma::kNTiles; ++nt)
 #pragma unroll
@@ -593,13 +595,24 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceIn
                           cudaStream_t stream) {
   const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kAsync>;
   const size_t smem = SmemLayout<Mode>::kTotal;
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  // The shared-memory opt-in and the occupancy query cost microseconds of host time
+  // per call, which small batches would pay on every launch: do them once per device.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> blocks_per_sm[kMaxDevices];  // 0: not configured yet
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
-  int per_sm = 0;
-  err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, smem);
-  if (err != cudaSuccess) return err;
-  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(std::max(per_sm, 1)) * device.sm_count);
+  int per_sm = dev < kMaxDevices ? blocks_per_sm[dev].load(std::memory_order_relaxed) : 0;
+  if (per_sm == 0) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (err != cudaSuccess) return err;
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, smem);
+    if (err != cudaSuccess) return err;
+    per_sm = std::max(per_sm, 1);
+    // Threads racing here compute and store the same value.
+    if (dev < kMaxDevices) blocks_per_sm[dev].store(per_sm, std::memory_order_relaxed);
+  }
+  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
   kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
@@ -617,7 +630,7 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
 
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w);
+  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);  // 1 CTA/SM
   if (plan.tiles == 0) return cudaSuccess;
   return device.allow_wgmma && wgmma_available(device)
              ? launch_engine<Mode, T, true>(p, plan, device, stream)

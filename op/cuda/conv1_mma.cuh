@@ -119,13 +119,12 @@ struct Bf16x3 {
     split_bf16x2(w(n, col(t, 2)), w(n, col(t, 3)), b.y, b.w);
     return b;
   }
-  // wgmma: block 0 holds hi(w), block 1 lo(w), 16 taps each.
-  static constexpr int kWgBlocks = 2, kWgElemBytes = 2;
-  __device__ static int wg_tap(int /*block*/, int k) { return k; }
-  __device__ static uint32_t wg_b(float w, int block) {
-    uint32_t hi, lo;
-    split_bf16x2(w, 0.f, hi, lo);
-    return (block == 0 ? hi : lo) & 0xffffu;
+  // wgmma: block 0 holds hi(w), block 1 lo(w), 16 taps each. One 4-byte word of
+  // a block row holds taps 2u, 2u + 1; one split gives both blocks' words.
+  static constexpr int kWgBlocks = 2;
+  template <class W>
+  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
+    split_bf16x2(w(n, 2 * unit), w(n, 2 * unit + 1), words[0], words[1]);
   }
   __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
     wgmma::bf16_m64n96k16(acc, a.lo, wgmma::descriptor(b));
@@ -163,10 +162,13 @@ struct Tf32 {
     return make_uint4(to_tf32(w(n, col(t, 0))), to_tf32(w(n, col(t, 1))),
                       to_tf32(w(n, col(t, 2))), to_tf32(w(n, col(t, 3))));
   }
-  // wgmma: block h holds taps 8h..8h+7 of the step.
-  static constexpr int kWgBlocks = 2, kWgElemBytes = 4;
-  __device__ static int wg_tap(int block, int k) { return 8 * block + k; }
-  __device__ static uint32_t wg_b(float w, int /*block*/) { return to_tf32(w); }
+  // wgmma: block h holds taps 8h..8h+7 of the step, one per 4-byte word.
+  static constexpr int kWgBlocks = 2;
+  template <class W>
+  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
+    words[0] = to_tf32(w(n, unit));
+    words[1] = to_tf32(w(n, 8 + unit));
+  }
   __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
     wgmma::tf32_m64n96k8(acc, a.k8[0], wgmma::descriptor(b));
     wgmma::tf32_m64n96k8(acc, a.k8[1], wgmma::descriptor(b + wgmma::kBlockBytes));
@@ -207,9 +209,11 @@ struct Half {
                       pack_u16(w(n1, col(t, 0)), w(n1, col(t, 1))),
                       pack_u16(w(n1, col(t, 2)), w(n1, col(t, 3))));
   }
-  static constexpr int kWgBlocks = 1, kWgElemBytes = 2;
-  __device__ static int wg_tap(int /*block*/, int k) { return k; }
-  __device__ static uint32_t wg_b(uint16_t w, int /*block*/) { return w; }
+  static constexpr int kWgBlocks = 1;
+  template <class W>
+  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
+    words[0] = pack_u16(w(n, 2 * unit), w(n, 2 * unit + 1));
+  }
   __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
     if constexpr (kBf16) {
       wgmma::bf16_m64n96k16(acc, a.r, wgmma::descriptor(b));

@@ -22,7 +22,7 @@
 namespace alexconv {
 namespace cuda {
 
-constexpr int kTileThreads = 256;  // 8 warps x 32 pixels
+constexpr int kTileThreads = 512;  // 16 warps x 16 pixels
 constexpr int kTilePixels = 256;
 constexpr int kSlotElems = 8192;  // one input channel's window per pipeline slot
 
@@ -77,7 +77,11 @@ inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
 
 // Fewest strips that allow full tiles; failing that, the largest tile any strip
 // count allows (narrow images: a tile of many short rows needs a tall window).
-inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w) {
+// Then, with `slots` CTAs resident at once (a persistent grid), the tile size
+// is picked from 256, 192, 128 and 64 pixels (whole wgmma row tiles) to minimise
+// waves x (pixels + a per-tile overhead of ~64 pixels' worth): small batches get
+// small tiles that reach every multiprocessor, large ones keep full tiles.
+inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t slots = 1) {
   TilePlan best;
   best.out_h = out_h;
   best.out_w = out_w;
@@ -96,6 +100,19 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w) {
     }
     if (pixels == kTilePixels) break;
   }
+  const int64_t widest = (out_w + best.strips - 1) / best.strips;
+  const auto tiles_for = [&](int64_t pixels) {
+    return batch * best.strips * ((out_h * widest + pixels - 1) / pixels);
+  };
+  const auto cost = [&](int64_t pixels) {
+    return (tiles_for(pixels) + slots - 1) / slots * (pixels + 64);
+  };
+  int64_t chosen = best.tile_pixels;
+  for (int64_t pixels = chosen / 64 * 64; pixels >= 64; pixels -= 64) {
+    if (cost(pixels) < cost(chosen)) chosen = pixels;
+  }
+  best.tile_pixels = chosen;
+  best.tiles_per_strip = (out_h * widest + best.tile_pixels - 1) / best.tile_pixels;
   best.tiles = batch * best.strips * best.tiles_per_strip;
   return best;
 }
