@@ -1,0 +1,28 @@
+// Layouts conv1 does not support -- sparse and quantized tensors -- carry their
+// own dispatch keys, so without a kernel here the dispatcher would answer with a
+// generic "could not run ... with arguments from the 'SparseCPU' backend". These
+// kernels run the shared checks instead, which name the offending argument.
+#include <torch/library.h>
+
+#include "../conv1_checks.h"
+
+namespace alexconv {
+namespace {
+
+at::Tensor conv1_unsupported(const at::Tensor& input, const at::Tensor& weight,
+                             const std::optional<at::Tensor>& bias, bool /*allow_tf32*/) {
+  check_conv1_args(input, weight, bias);
+  TORCH_CHECK(false, "alexconv::conv1: sparse and quantized tensors are not supported, got input ",
+              input.layout(), " ", input.scalar_type(), ", weight ", weight.layout(), " ",
+              weight.scalar_type());
+}
+
+}  // namespace
+}  // namespace alexconv
+
+TORCH_LIBRARY_IMPL(alexconv, SparseCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, SparseCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, SparseCsrCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, SparseCsrCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, QuantizedCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, QuantizedCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }

@@ -1,0 +1,165 @@
+"""CUDA runtime behaviour: the right device, the current stream, CUDA graphs, threads,
+determinism, and every dtype x allow_tf32 path at real and ragged sizes."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+import alexconv
+from conftest import (
+    DTYPES,
+    LAYOUTS,
+    assert_matches_reference,
+    conv1,
+    make_input,
+    make_weight,
+    poisoned_outputs,
+    requires_cuda,
+)
+
+pytestmark = [requires_cuda, pytest.mark.cuda,
+              pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")]
+TF32 = pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
+DTYPE = pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+
+
+def needs_gpus(n):
+    if torch.cuda.device_count() < n:
+        pytest.skip(f"needs {n} CUDA devices")
+
+
+def test_runs_on_cuda1_while_current_device_is_0():
+    needs_gpus(2)
+    with torch.cuda.device(0):
+        x = make_input(2, 64, 57, device="cuda:1")
+        w, b = make_weight(device="cuda:1")
+        out = conv1(x, w, b)
+        assert torch.cuda.current_device() == 0, "the op changed the current device"
+    assert out.device == torch.device("cuda:1")
+    assert_matches_reference(out, x, w, b)
+
+
+def test_scripted_model_moves_between_devices():
+    model = torch.jit.script(alexconv.ModelNew())
+    path = ["cpu", "cuda:0"] + (["cuda:1"] if torch.cuda.device_count() > 1 else []) + ["cuda:0", "cpu"]
+    for device in path:
+        model = model.to(device)
+        x = make_input(2, 96, 80, device=device)
+        with poisoned_outputs():
+            out = model(x)
+        assert out.device == torch.device(device)
+        assert_matches_reference(out, x, model.conv1.weight.detach(), model.conv1.bias.detach())
+
+
+def test_uses_the_current_stream():
+    """The input is written on a side stream after a ~50 ms sleep; the op runs on that
+    stream. An op that launched on another stream would read the NaN the input held before."""
+    src = make_input(2, 224, 224, device="cuda")
+    w, b = make_weight(device="cuda")
+    x = torch.full_like(src, float("nan"))
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # long-running producer
+        x.copy_(src)
+        out = conv1(x, w, b)
+    side.synchronize()
+    assert_matches_reference(out, src, w, b)
+
+
+def test_cuda_graph_capture_and_replay():
+    """Captured once, replayed with new data copied into the static input; the output is
+    NaN-filled before each replay so that unwritten elements show."""
+    for dtype, allow_tf32, layout in [(torch.float32, False, "contiguous"),
+                                      (torch.float32, True, "channels_last"),
+                                      (torch.float16, False, "contiguous"),
+                                      (torch.bfloat16, False, "channels_last")]:
+        static_x = make_input(3, 115, 99, dtype, "cuda", layout)
+        w, b = make_weight(dtype, "cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture, as PyTorch advises
+            for _ in range(2):
+                alexconv.conv1(static_x, w, b, allow_tf32=allow_tf32)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = alexconv.conv1(static_x, w, b, allow_tf32=allow_tf32)
+        for _ in range(3):
+            fresh = make_input(3, 115, 99, dtype, "cuda", layout)
+            static_x.copy_(fresh)
+            static_out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_matches_reference(static_out, fresh, w, b, allow_tf32)
+
+
+def test_threads_with_their_own_streams():
+    """8 threads x 200 calls on their own streams, mixed shapes/dtypes. Each case's output was
+    first checked against the float64 reference; every threaded result must equal it bitwise."""
+    cases = []
+    for i, (dtype, allow_tf32) in enumerate(itertools.product(DTYPES, [False, True])):
+        for n, h, w_ in [(1, 7, 7), (2, 31, 45), (3, 64, 57), (1, 100, 13)]:
+            x = make_input(n, h, w_, dtype, "cuda", LAYOUTS[i % len(LAYOUTS)])
+            weight, bias = make_weight(dtype, "cuda", bias=(n != 2))
+            expected = conv1(x, weight, bias, allow_tf32)
+            assert_matches_reference(expected, x, weight, bias, allow_tf32)
+            cases.append((x, weight, bias, allow_tf32, expected))
+    torch.cuda.synchronize()
+    start = threading.Barrier(8)
+
+    def worker(seed):
+        rng = random.Random(seed)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.default_stream())
+        picks = [rng.randrange(len(cases)) for _ in range(200)]
+        start.wait(timeout=120)  # raises instead of hanging if a thread failed early
+        with torch.cuda.stream(stream):
+            outs = [alexconv.conv1(*cases[k][:3], allow_tf32=cases[k][3]) for k in picks]
+        stream.synchronize()
+        return [k for k, out in zip(picks, outs) if not torch.equal(out, cases[k][4])]
+
+    with poisoned_outputs(), ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(worker, torch.randint(2**31, (8,)).tolist()))
+    bad = sorted({k for r in results for k in r})
+    assert not bad, [tuple(cases[k][0].shape) + (cases[k][0].dtype, cases[k][3]) for k in bad]
+
+
+@DTYPE
+@TF32
+def test_deterministic(dtype, allow_tf32):
+    x = make_input(2, 224, 224, dtype, "cuda")
+    w, b = make_weight(dtype, "cuda")
+    first = conv1(x, w, b, allow_tf32)
+    alexconv.conv1(make_input(4, 300, 257, dtype, "cuda"), w, b)  # disturb caches in between
+    second = conv1(x, w, b, allow_tf32)
+    assert torch.equal(first, second)
+
+
+@DTYPE
+@TF32
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_path_at_224(dtype, allow_tf32, layout):
+    x = make_input(2, 224, 224, dtype, "cuda", layout)
+    w, b = make_weight(dtype, "cuda")
+    assert_matches_reference(conv1(x, w, b, allow_tf32), x, w, b, allow_tf32)
+
+
+RAGGED = [7, 8, 11, 31, 57, 227, 230, 300, 513]
+RAGGED_HW = [(s, s) for s in RAGGED] + [(7, 513), (513, 7), (8, 230), (227, 11), (31, 300),
+                                         (300, 57), (57, 8)]
+
+
+@DTYPE
+@TF32
+@pytest.mark.parametrize("h,w", RAGGED_HW, ids=[f"{h}x{w}" for h, w in RAGGED_HW])
+def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
+    x = make_input(3, h, w, dtype, "cuda")
+    weight, bias = make_weight(dtype, "cuda")
+    assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)

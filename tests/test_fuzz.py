@@ -1,0 +1,131 @@
+"""Property tests: for random shapes, dtypes, layouts, bias and allow_tf32, the op matches the
+float64 F.conv2d reference (README's numerical contract) and F.conv2d's memory format.
+
+Profiles, chosen with ALEXCONV_FUZZ_PROFILE (default "ci"):
+  ci      60 cases on CPU, 300 on CUDA   (a quick run anywhere)
+  device  300 cases on CPU, 2500 on CUDA (the full run on a GPU machine)
+Cases are fresh each run (derandomize=False); a failure prints the case, its tensor seed and
+a @reproduce_failure blob. The number of cases run is printed at the end of the module.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import (
+    DTYPES,
+    assert_matches_reference,
+    conv1,
+    make_input,
+    make_weight,
+    requires_cuda,
+)
+
+EXAMPLES = {"ci": {"cpu": 60, "cuda": 300}, "device": {"cpu": 300, "cuda": 2500}}
+MAX_HW = {"cpu": 80, "cuda": 520}
+for _name, _counts in EXAMPLES.items():
+    settings.register_profile(
+        _name, max_examples=_counts["cpu"], deadline=None, derandomize=False, print_blob=True,
+        # fresh_seed (autouse) is function-scoped; it only seeds torch, which cases do not use.
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    settings.register_profile(f"{_name}-cuda", settings.get_profile(_name),
+                              max_examples=_counts["cuda"])
+PROFILE = os.environ.get("ALEXCONV_FUZZ_PROFILE", "ci")
+if PROFILE not in EXAMPLES:
+    raise ValueError(f"ALEXCONV_FUZZ_PROFILE must be one of {sorted(EXAMPLES)}, got {PROFILE!r}")
+
+CASES_RUN = {"cpu": 0, "cuda": 0}
+
+
+class _CaseCountReport:
+    """Writes the case counts into pytest's final summary (teardown output would be captured
+    or land in the middle of the progress line)."""
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line(
+            f"fuzz: {CASES_RUN['cpu']} cases on cpu, {CASES_RUN['cuda']} on cuda "
+            f"(profile {PROFILE})")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_case_counts(request):
+    """Reports how many fuzz cases actually ran, whatever the profile and test selection."""
+    plugins = request.config.pluginmanager
+    if not plugins.has_plugin("alexconv-fuzz-counts"):
+        plugins.register(_CaseCountReport(), name="alexconv-fuzz-counts")
+    yield
+
+
+@st.composite
+def cases(draw, device):
+    h_max = MAX_HW[device]
+    return dict(
+        n=draw(st.integers(0, 4)),
+        h=draw(st.integers(7, h_max)),
+        w=draw(st.integers(7, h_max)),
+        dtype=draw(st.sampled_from(DTYPES)),
+        layout=draw(st.sampled_from(["contiguous", "channels_last", "sliced", "permuted"])),
+        perm=draw(st.permutations(range(4))),
+        weight_channels_last=draw(st.booleans()),
+        bias=draw(st.booleans()),
+        allow_tf32=draw(st.booleans()),
+        dist=draw(st.sampled_from(["randn", "rand"])),
+        seed=draw(st.integers(0, 2**62)),  # tensor values: the case replays exactly
+    )
+
+
+def build_input(case, device, g):
+    n, h, w, dtype = case["n"], case["h"], case["w"], case["dtype"]
+    if case["layout"] != "permuted":
+        return make_input(n, h, w, dtype, device, case["layout"], case["dist"], generator=g)
+    # Dense storage in a random dimension order, viewed back as [n, 3, h, w].
+    perm = case["perm"]
+    shape = (n, 3, h, w)
+    draw = torch.randn if case["dist"] == "randn" else torch.rand
+    stored = draw([shape[p] for p in perm], generator=g).to(device, dtype)
+    x = stored.permute([perm.index(d) for d in range(4)])
+    assert x.shape == shape
+    return x
+
+
+def eager_memory_format(x, w, b):
+    """The memory format F.conv2d itself returns for these tensors (same dtype and device).
+    conftest.expected_memory_format says channels_last for some N=1 permuted inputs where
+    F.conv2d (and the op) return contiguous, so eager F.conv2d is the judge here."""
+    eager = F.conv2d(x, w, b, stride=4, padding=2)
+    cl = torch.channels_last
+    return cl if eager.is_contiguous(memory_format=cl) and not eager.is_contiguous() else torch.contiguous_format
+
+
+def check_case(case, device):
+    g = torch.Generator().manual_seed(case["seed"])
+    x = build_input(case, device, g)
+    w, b = make_weight(case["dtype"], device, case["bias"], generator=g)
+    if case["weight_channels_last"]:
+        w = w.contiguous(memory_format=torch.channels_last)
+    out = conv1(x, w, b, allow_tf32=case["allow_tf32"])
+    assert_matches_reference(out, x, w, b, case["allow_tf32"])
+    fmt = eager_memory_format(x, w, b)
+    assert out.is_contiguous(memory_format=fmt), (fmt, out.stride())
+    CASES_RUN[device] += 1
+
+
+@settings(settings.get_profile(PROFILE))
+@given(case=cases("cpu"))
+def test_fuzz_cpu(case):
+    check_case(case, "cpu")
+
+
+@requires_cuda
+@pytest.mark.cuda
+@settings(settings.get_profile(f"{PROFILE}-cuda"))
+@given(case=cases("cuda"))
+def test_fuzz_cuda(case):
+    check_case(case, "cuda")

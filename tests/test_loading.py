@@ -1,0 +1,82 @@
+"""Loading the library: loading it again is harmless, and a saved TorchScript model needs
+`import alexconv` (which registers the op) before it can be loaded in a fresh process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import alexconv
+from conftest import assert_matches_reference, conv1, device_params, make_input, make_weight
+
+# TorchScript is deprecated in recent torch but saved scripted models must keep working.
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
+
+
+def test_loading_library_again_is_harmless():
+    path = alexconv.library_path()
+    assert path in torch.ops.loaded_libraries, "import alexconv loaded a different file"
+    torch.ops.load_library(path)  # a duplicate TORCH_LIBRARY registration would raise here
+    assert alexconv.load_library() == path
+    x = make_input(2, 40, 33)
+    w, b = make_weight()
+    assert_matches_reference(conv1(x, w, b), x, w, b)
+    assert_matches_reference(conv1(x, w, b), x, w, b)
+
+
+def run_python(code, cwd):
+    """A fresh interpreter, outside the repository (so nothing imports alexconv by accident)."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def saved_model(tmp_path):
+    model = torch.jit.script(alexconv.ModelNew())
+    path = tmp_path / "model.pt"
+    model.save(str(path))
+    return model, path
+
+
+def test_saved_model_needs_import_alexconv(saved_model, tmp_path):
+    _, path = saved_model
+    rc, out = run_python(f"""
+        import sys, torch
+        try:
+            torch.jit.load({str(path)!r})
+        except RuntimeError as e:
+            print("LOAD FAILED:", e)
+        else:
+            print("LOADED")
+        print("alexconv imported:", "alexconv" in sys.modules)
+        """, tmp_path)
+    assert rc == 0, out
+    assert "LOAD FAILED:" in out and "Unknown builtin op: alexconv::conv1" in out, out
+    assert "alexconv imported: False" in out, out
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_saved_model_runs_after_import_alexconv(saved_model, tmp_path, device):
+    model, path = saved_model
+    x = make_input(2, 57, 61)
+    torch.save(x, tmp_path / "x.pt")
+    rc, out = run_python(f"""
+        import torch, alexconv
+        model = torch.jit.load({str(path)!r}, map_location={device!r})
+        x = torch.load({str(tmp_path / "x.pt")!r}).to({device!r})
+        torch.use_deterministic_algorithms(True)  # NaN-poisoned output allocations
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        out = model(x)
+        assert out.device.type == {device!r}, out.device
+        torch.save(out.cpu(), {str(tmp_path / "out.pt")!r})
+        print("OK")
+        """, tmp_path)
+    assert rc == 0 and "OK" in out, out
+    result = torch.load(tmp_path / "out.pt")
+    w, b = model.conv1.weight.detach(), model.conv1.bias.detach()
+    assert_matches_reference(result, x, w, b)
