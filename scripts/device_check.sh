@@ -32,11 +32,15 @@ for step in "${steps[@]}"; do
       grep -E "spill|stack frame" "$OUT/build.log" | sort | uniq -c | head ;;
     test)
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
-        python3 -m pytest -q -ra -p no:cacheprovider --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
+        python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
     sanitize)
-      for tool in memcheck racecheck initcheck synccheck; do
-        run_step "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-          python3 scripts/sanitize_cases.py
+      # Every tool on the default engine (wgmma on Hopper); memory and race checks on the
+      # portable engines too.
+      for run in memcheck:auto racecheck:auto initcheck:auto synccheck:auto \
+                 memcheck:mma_sync racecheck:mma_sync memcheck:direct; do
+        tool=${run%%:*} kernel=${run##*:}
+        ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
+          compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
       done ;;
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
@@ -48,7 +52,10 @@ echo
 echo "| step                   | rc   | time   |"
 echo "|------------------------|------|--------|"
 printf '%s\n' "${summary[@]}"
-grep -hE "^[0-9]+ (passed|failed)|passed|failed" "$OUT/pytest.log" 2>/dev/null | tail -1
-grep -h "ERROR SUMMARY" "$OUT"/sanitizer-*.log 2>/dev/null
+grep -hE "(passed|failed).* in [0-9.]+s" "$OUT/pytest.log" 2>/dev/null | tail -1
+grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
+for f in "$OUT"/sanitizer-*.log; do
+  [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
+done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL
