@@ -12,6 +12,7 @@ SHAPES = [
     (1, 7, 7), (2, 8, 11), (5, 11, 8), (1, 31, 31), (2, 31, 227), (5, 230, 7),
     (1, 224, 224), (2, 227, 230), (1, 230, 224), (0, 224, 224), (0, 7, 8),
     (2, 15, 16), (5, 11, 12),  # even W on CUDA: 16-bit windows copied in pairs
+    (1, 300, 257),  # CUDA: two strips, the narrower ending in an empty tile
 ]
 
 

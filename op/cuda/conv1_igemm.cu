@@ -94,6 +94,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
 // warp-uniform.
 // kLoadsPerThread pairs per warp cover a full slot because the plan keeps
 // rows * pitch <= kSlotElems with pitch a multiple of 32.
+// Only for non-empty tiles (rows > 0): callers return early on empty ones.
 struct WindowWalk {
   int rows, chunks, row, chunk;
   __device__ WindowWalk(const Tile& tile, int warp)
@@ -138,6 +139,7 @@ template <class Mode>
 __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const Problem& p,
                             const Tile& tile, int channel, int warp, int lane) {
   using Raw = typename Mode::Raw;
+  if (tile.rows == 0) return;  // an empty tile (the last of a narrower strip) stages nothing
   const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                     channel * p.in_stride[1];
   // Window origin in input coordinates; every window index fits in int32.
@@ -175,6 +177,7 @@ template <class Mode>
 __device__ void store_window(typename Mode::Word* slot,
                              const typename Mode::Raw (&regs)[kLoadsPerThread],
                              const Tile& tile, int pitch, int warp, int lane) {
+  if (tile.rows == 0) return;
   WindowWalk w(tile, warp);
   int index = w.row * pitch + w.chunk * 32 + lane;
 #pragma unroll

@@ -1,0 +1,55 @@
+// Host-side check of the CUDA implicit GEMM's tiling plan (op/cuda/conv1_tiling.h,
+// plain C++ shared with the kernel): for each shape given as "N H W" on stdin,
+// every output pixel belongs to exactly one tile, every tile's input window fits a
+// shared-memory slot and stays inside the image's window, and pitches are 32-aligned.
+// Prints "ok" or the first violation; run by tests/test_tiling.py.
+#include <cstdio>
+#include <vector>
+
+#include "../../op/cuda/conv1_tiling.h"
+
+using namespace alexconv;
+using namespace alexconv::cuda;
+
+int main() {
+  long n, h, w, sms;
+  while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
+    const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
+    const TilePlan plan = make_tile_plan(n, oh, ow, sms);
+    if (plan.tile_pixels < 1 || plan.tile_pixels > kTilePixels || plan.pitch % 32 != 0 ||
+        plan.pitch < window_extent((ow + plan.strips - 1) / plan.strips)) {
+      std::printf("bad plan for %ld %ld %ld: pixels %ld pitch %ld\n", n, h, w,
+                  long(plan.tile_pixels), long(plan.pitch));
+      return 1;
+    }
+    std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
+    for (long t = 0; t < plan.tiles; ++t) {
+      const Tile tile = decode_tile(plan, t);
+      if (tile.rows * plan.pitch > kSlotElems || tile.cols > plan.pitch) {
+        std::printf("tile %ld of %ld %ld %ld overflows its slot\n", t, n, h, w);
+        return 1;
+      }
+      for (long q = tile.q_begin; q < tile.q_end; ++q) {
+        const long oy = q / tile.width, x = tile.x0 + q % tile.width;
+        // The pixel's 11x11 receptive field must lie inside the staged window.
+        if (oy < tile.oy0 || (oy - tile.oy0) * kStride + kKernel > tile.rows ||
+            (q % tile.width) * kStride + kKernel > tile.cols || oy >= oh || x >= ow) {
+          std::printf("pixel (%ld, %ld) of tile %ld outside its window\n", oy, x, t);
+          return 1;
+        }
+        if (seen[(size_t(tile.n) * oh + oy) * ow + x]++) {
+          std::printf("pixel (%ld, %ld, %ld) in two tiles\n", long(tile.n), oy, x);
+          return 1;
+        }
+      }
+    }
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (!seen[i]) {
+        std::printf("pixel %zu of %ld %ld %ld in no tile\n", i, n, h, w);
+        return 1;
+      }
+    }
+  }
+  std::printf("ok\n");
+  return 0;
+}
