@@ -174,6 +174,26 @@ __device__ __forceinline__ void load_step(StepWords<Mode>& s, const typename Mod
       for (int j = 0; j < 4; ++j) s.x[mt][h][j] = window[rows.window[mt][h] + ko[j]];
 }
 
+// The step's A fragments from its words. Taps 121..127 of the last step are
+// padding: A is zeroed there (B is zero too, but an input of inf would give NaN).
+template <class Mode>
+__device__ __forceinline__ void make_step_a(typename Mode::A (&a)[kMTiles], StepWords<Mode>& s,
+                                            int step, int t) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    if (step == kSteps - 1) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
+          s.x[mt][0][j] = typename Mode::Word(0);
+          s.x[mt][1][j] = typename Mode::Word(0);
+        }
+      }
+    }
+    Mode::make_a(a[mt], s.x[mt]);
+  }
+}
+
 // acc += A(window) * B(channel) over the channel's 8 steps. The next step's A
 // words and the step after's tap offsets are loaded before this step's MMAs, so
 // shared-memory latency overlaps tensor-core work.
@@ -182,7 +202,6 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTi
                                                  const typename Mode::Word* window,
                                                  const uint4* b_channel, const int4* koff,
                                                  const PixelRows& rows, int lane) {
-  using Word = typename Mode::Word;
   const int t = lane & 3;
   StepWords<Mode> cur, nxt;
   load_step<Mode>(cur, window, rows, koff[t]);
@@ -194,20 +213,7 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTi
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
     typename Mode::A a[kMTiles];
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      if (step == kSteps - 1) {
-        // Taps 121..127 are padding: zero A there (B is zero too, but A may be inf).
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
-            cur.x[mt][0][j] = Word(0);
-            cur.x[mt][1][j] = Word(0);
-          }
-        }
-      }
-      Mode::make_a(a[mt], cur.x[mt]);
-    }
+    make_step_a<Mode>(a, cur, step, t);
     const uint4* b_step = b_channel + step * Mode::kChunks * 32 + lane;
 #pragma unroll
     for (int chunk = 0; chunk < Mode::kChunks; ++chunk) {
@@ -227,7 +233,6 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
                                                        const typename Mode::Word* window,
                                                        uint32_t b_channel, const int4* koff,
                                                        const PixelRows& rows, int lane) {
-  using Word = typename Mode::Word;
   const int t = lane & 3;
   StepWords<Mode> cur, nxt;
   load_step<Mode>(cur, window, rows, koff[t]);
@@ -239,19 +244,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
       load_step<Mode>(nxt, window, rows, k_next);
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      if (step == kSteps - 1) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
-            cur.x[mt][0][j] = Word(0);
-            cur.x[mt][1][j] = Word(0);
-          }
-        }
-      }
-      Mode::make_a(a[step & 1][mt], cur.x[mt]);
-    }
+    make_step_a<Mode>(a[step & 1], cur, step, t);
     wgmma::fence();
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {

@@ -42,18 +42,9 @@ struct WindowWalk {
   }
 };
 
-// A load that yields 0 where `inside` is false, without a branch or a select that
-// would wait on the load (all of a stage's loads must stay in flight together).
-__device__ __forceinline__ float load_or_zero(const float* ptr, bool inside) {
-  float v;
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b32 %0, 0;\n"
-      "@p ld.global.nc.f32 %0, [%1];\n}\n"
-      : "=f"(v)
-      : "l"(ptr), "r"(int(inside)));
-  return v;
-}
-
+// A 16-bit load that yields 0 where `inside` is false, without a branch or a
+// select that would wait on the load (all of a stage's loads must stay in flight
+// together). Only the register path -- 16-bit inputs -- loads element-wise.
 __device__ __forceinline__ uint16_t load_or_zero(const uint16_t* ptr, bool inside) {
   uint16_t v;
   asm volatile(
