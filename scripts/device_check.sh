@@ -2,7 +2,8 @@
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
-#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull]   (default: all but benchfull)
+#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile]
+#   (default: build test sanitize bench)
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -44,6 +45,15 @@ for step in "${steps[@]}"; do
       done ;;
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    profile)
+      # Hardware counters for the fp32 kernel at batch 256, plus per-SASS-instruction
+      # stall samples (CSV) to read back on the CPU machine.
+      run_step ncu-summary ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 \
+        --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        --section InstructionStats --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py fp32
+      ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 --launch-count 1 \
+        --section SourceCounters --page source --print-source sass --csv \
+        python3 scripts/profile_kernel.py fp32 > "$OUT/ncu-source-fp32.csv" 2>&1 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

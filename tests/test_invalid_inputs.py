@@ -314,6 +314,28 @@ def test_nan_and_inf_propagate_like_conv2d(device, dtype, allow_tf32, generator)
 
 
 @pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
+def test_infinite_and_nan_weights_propagate_like_conv2d(device, allow_tf32, generator):
+    """The fp32-accurate CUDA path splits operands in two; an infinite weight must still give
+    +-inf (not inf - inf = NaN) wherever F.conv2d does, and a NaN weight NaN."""
+    x = make_input(2, 45, 38, dtype=torch.float32, device=device, generator=generator)
+    w, b = make_weight(torch.float32, device, generator=generator)
+    w[5, 0, 3, 4] = float("inf")
+    w[17, 2, 10, 0] = float("-inf")
+    w[40, 1, 0, 0] = float("nan")
+    out = conv1(x, w, b, allow_tf32=allow_tf32)
+    ref = reference(x, w, b)
+    assert ref.isinf().any() and ref.isnan().any()
+    assert torch.equal(out.isnan(), ref.isnan()), "NaN positions differ from F.conv2d"
+    assert torch.equal(out.isinf(), ref.isinf()), "Inf positions differ from F.conv2d"
+    inf = ref.isinf()
+    assert torch.equal(out[inf].double(), ref[inf]), "Inf signs differ from F.conv2d"
+    finite = ref.isfinite()
+    limit = 1e-3 if allow_tf32 and device == "cuda" else 1e-4
+    assert rel_norm_error(out[finite], ref[finite]) <= limit
+
+
+@pytest.mark.parametrize("device", device_params())
 def test_inputs_requiring_grad_run_forward(device):
     """Forward with requires_grad inputs (e.g. nn.Parameter weights) works and is right."""
     x = make_input(2, 19, 23, device=device).requires_grad_()

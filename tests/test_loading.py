@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -80,3 +81,14 @@ def test_saved_model_runs_after_import_alexconv(saved_model, tmp_path, device):
     result = torch.load(tmp_path / "out.pt")
     w, b = model.conv1.weight.detach(), model.conv1.bias.detach()
     assert_matches_reference(result, x, w, b)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("readelf") is None,
+                    reason="needs Linux and readelf")
+def test_library_links_the_shared_cpp_runtime():
+    """A static copy of libstdc++ inside the library, beside the process's shared one, crashed
+    the first error message it built (seen with GCC 13 on the GPU machines): CMake links the
+    shared runtime explicitly, and this checks it."""
+    dynamic = subprocess.run(["readelf", "-d", alexconv.library_path()], capture_output=True,
+                             text=True, check=True).stdout
+    assert "libstdc++.so" in dynamic, dynamic

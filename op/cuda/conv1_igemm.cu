@@ -90,20 +90,24 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
 // Packs B (all channels, in the engine's layout) straight from the weight
 // tensor (any strides; the 139 KB of weights come from L2 after the first CTA),
 // then the tap-offset table and the bias. The window copies of the first stage
-// are already in flight meanwhile.
+// are already in flight meanwhile. Returns how this launch splits its inputs
+// (toward zero where some weight is infinite: see mma::Round).
 template <class Mode, DType T, bool kWgmma>
-__device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                  float* bias, int tid) {
+__device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
+                                        float* bias, int tid) {
   using Raw = typename Mode::Raw;
   const Raw* weight = static_cast<const Raw*>(p.weight);
+  bool infinite_weight = false;
   for (int c = 0; c < kInChannels; ++c) {
     const Raw* wc = weight + c * p.weight_stride[1];
     const auto tap_value = [&](int n, int step, int col) {
       const int tap = step * 16 + col;
-      return tap < kTapsPerChannel
-                 ? __ldg(wc + n * p.weight_stride[0] + (tap / kKernel) * p.weight_stride[2] +
-                         (tap % kKernel) * p.weight_stride[3])
-                 : Raw(0);
+      const Raw v = tap < kTapsPerChannel
+                        ? __ldg(wc + n * p.weight_stride[0] + (tap / kKernel) * p.weight_stride[2] +
+                                (tap % kKernel) * p.weight_stride[3])
+                        : Raw(0);
+      if constexpr (std::is_same_v<Raw, float>) infinite_weight |= isinf(v);
+      return v;
     };
     if constexpr (kWgmma) {
       // Word by word into 8x16-byte core matrices (see conv1_wgmma.cuh): a block
@@ -153,7 +157,7 @@ __device__ void prepare_constants(const Problem& p, int pitch, uint4* b_frag, in
   // B was written through the generic proxy; the tensor cores read it through the async proxy.
   if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
-  __syncthreads();
+  return __syncthreads_or(infinite_weight) ? mma::Round::kTowardZero : mma::Round::kNearest;
 }
 
 // The thread's A words of one step: pixel rows (g, g+8) of both m-tiles x 4 tap columns.
@@ -319,14 +323,15 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   } else {
     load_window<Mode>(regs, p, tile, 0, warp, lane);
   }
-  prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
+  const mma::Round input_round =
+      prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
   if constexpr (kAsync) {
     issue_window_async<Mode>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
     copy_async_commit();
     copy_async_wait<1>();  // the first window; the second may still be in flight
-    convert_window<Mode>(slots, tile, pitch, warp, lane);
+    convert_window<Mode>(slots, tile, pitch, warp, lane, input_round);
   } else {
-    store_window<Mode>(slots, regs, tile, pitch, warp, lane);
+    store_window<Mode>(slots, regs, tile, pitch, warp, lane, input_round);
     load_window<Mode>(regs, p, next, next_channel, warp, lane);
   }
   __syncthreads();
@@ -358,9 +363,9 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     if (have_next) {
       if constexpr (kAsync) {
         copy_async_wait_all();
-        convert_window<Mode>(next_slot, next, pitch, warp, lane);
+        convert_window<Mode>(next_slot, next, pitch, warp, lane, input_round);
       } else {
-        store_window<Mode>(next_slot, regs, next, pitch, warp, lane);
+        store_window<Mode>(next_slot, regs, next, pitch, warp, lane, input_round);
       }
       if (++next_channel == kInChannels) {
         next_channel = 0;

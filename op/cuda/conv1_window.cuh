@@ -8,6 +8,7 @@
 
 #include "../conv1_geometry.h"
 #include "conv1_launch.h"
+#include "conv1_mma.cuh"
 #include "conv1_tiling.h"
 
 namespace alexconv {
@@ -96,13 +97,13 @@ __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const P
 template <class Mode>
 __device__ void store_window(typename Mode::Word* slot,
                              const typename Mode::Raw (&regs)[kLoadsPerThread],
-                             const Tile& tile, int pitch, int warp, int lane) {
+                             const Tile& tile, int pitch, int warp, int lane, mma::Round round) {
   if (tile.rows == 0) return;
   WindowWalk w(tile, warp);
   int index = w.row * pitch + w.chunk * 32 + lane;
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (w.valid()) slot[index] = Mode::to_word(regs[i]);
+    if (w.valid()) slot[index] = Mode::to_word(regs[i], round);
     index += (kTileThreads / 32) * pitch;
     if (w.next()) index = w.row * pitch + w.chunk * 32 + lane;
   }
@@ -182,7 +183,7 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
 // words in place (16-bit elements are already in operand format).
 template <class Mode>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
-                               int lane) {
+                               int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
     const int rows = int(tile.rows);
     const WindowShare share(int(tile.cols));
@@ -190,7 +191,7 @@ __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int 
       typename Mode::Word* word = slot + chunk * 32 + lane;
       for (int row = WindowShare::first_row(warp, chunk, rows); row < rows;
            row += WindowShare::kWarps) {
-        word[row * pitch] = Mode::to_word(__uint_as_float(word[row * pitch]));
+        word[row * pitch] = Mode::to_word(__uint_as_float(word[row * pitch]), round);
       }
     }
   }
