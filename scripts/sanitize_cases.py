@@ -17,7 +17,8 @@ import torch.nn.functional as F
 import alexconv
 
 # Ragged sizes; even W takes the 16-bit pair copies; 300x257 has an empty tile (two strips).
-SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257)]
+SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257),
+          (1, 40, 1100)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
           (torch.float16, False): 2e-3, (torch.bfloat16, False): 1e-2}
@@ -26,10 +27,12 @@ LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
 def main() -> int:
     torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
     failures = 0
-    for (n, h, w), (dtype, tf32), layout in itertools.product(SHAPES, MODES, ["nchw", "nhwc"]):
+    for (n, h, w), (dtype, tf32), layout in itertools.product(SHAPES, MODES, ["nchw", "nhwc", "cropped"]):
         x = torch.randn(n, 3, h, w, device="cuda").to(dtype)
         if layout == "nhwc":
             x = x.contiguous(memory_format=torch.channels_last)
+        elif layout == "cropped":  # 16-byte-aligned rows whose right edge ends inside a copy unit
+            x = torch.randn(n, 3, h, (w + 7) // 8 * 8 + 8, device="cuda").to(dtype)[..., :w]
         wt = (torch.randn(96, 3, 11, 11, device="cuda") * 0.05).to(dtype)
         b = torch.randn(96, device="cuda").to(dtype)
         out = alexconv.conv1(x, wt, b, allow_tf32=tf32)

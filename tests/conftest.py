@@ -17,7 +17,7 @@ import alexconv
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-LAYOUTS = ["contiguous", "channels_last", "sliced"]
+LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 
 
 def device_params():
@@ -45,6 +45,13 @@ def make_input(n, h, w, dtype=torch.float32, device="cpu", layout="contiguous",
         big = draw(n, 3, h, 2 * w + 1, generator=generator).to(device, dtype)
         x = big[:, :, :, 1::2]
         assert (x.numel() == 0 or not x.is_contiguous()) and x.shape[-1] == w
+        return x
+    if layout == "cropped":
+        # Unit-stride rows padded to a multiple of 8 elements plus 8: rows stay 16-byte
+        # aligned while the image's right edge falls inside a 16-byte copy unit (CUDA).
+        big = draw(n, 3, h, (w + 7) // 8 * 8 + 8, generator=generator).to(device, dtype)
+        x = big[:, :, :, :w]
+        assert x.numel() == 0 or not x.is_contiguous()
         return x
     x = draw(n, 3, h, w, generator=generator).to(device, dtype)
     if layout == "channels_last":

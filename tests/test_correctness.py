@@ -13,6 +13,7 @@ SHAPES = [
     (1, 224, 224), (2, 227, 230), (1, 230, 224), (0, 224, 224), (0, 7, 8),
     (2, 15, 16), (5, 11, 12),  # even W on CUDA: 16-bit windows copied in pairs
     (1, 300, 257),  # CUDA: two strips, the narrower ending in an empty tile
+    (1, 40, 1100),  # CUDA: five strips, windows starting at both 16-bit copy skews
 ]
 
 

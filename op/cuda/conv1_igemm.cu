@@ -66,7 +66,7 @@ __device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
 
 template <bool kWgmma>
 __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Problem& p,
-                                int warp, int g) {
+                                int skew, int warp, int g) {
   PixelRows r;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
@@ -78,7 +78,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
       r.out[mt][h] = -1;
       if (local < plan.tile_pixels && q < tile.q_end) {
         const int64_t oy = q / tile.width, x = q % tile.width;
-        r.window[mt][h] = int((oy - tile.oy0) * kStride * plan.pitch + x * kStride);
+        r.window[mt][h] = int((oy - tile.oy0) * kStride * plan.pitch + skew + x * kStride);
         r.out[mt][h] = tile.n * p.out_stride[0] + oy * p.out_stride[2] +
                        (tile.x0 + x) * p.out_stride[3];
       }
@@ -286,10 +286,13 @@ __device__ void store_tile(float (&acc)[kMTiles][mma::kNTiles][4], const PixelRo
   }
 }
 
-template <class Mode, DType T, bool kWgmma, bool kAsync>
+template <class Mode, DType T, bool kWgmma, Staging kStaging>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_igemm_kernel(const Problem p, const TilePlan plan) {
   using Word = typename Mode::Word;
+  using Raw = typename Mode::Raw;
+  constexpr bool kAsync = kStaging != Staging::kRegisters;
+  constexpr int kUnitBytes = kStaging == Staging::kCopy16 ? 16 : 4;
   using Layout = SmemLayout<Mode>;
   static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -305,20 +308,20 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // while stage s + 1 is staged into the other slot.
   int64_t tile_index = blockIdx.x;
   Tile tile = decode_tile(plan, tile_index);
-  PixelRows rows = pixel_rows<kWgmma>(tile, plan, p, warp, lane >> 2);
+  PixelRows rows = pixel_rows<kWgmma>(tile, plan, p, window_skew(tile, sizeof(Raw)), warp, lane >> 2);
   int channel = 0;
 
   // The stage after the one being multiplied ("next") is either landing through
   // cp.async or, for 16-bit inputs whose rows are not unit-stride 4-byte-aligned
   // runs, waiting in registers.
-  static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
+  static_assert(kAsync || sizeof(Raw) == 2, "float32 always takes cp.async");
   int64_t next_index = tile_index;
   Tile next = tile;
   int next_channel = 1;
-  typename Mode::Raw regs[kAsync ? 1 : kLoadsPerThread];
+  Raw regs[kAsync ? 1 : kLoadsPerThread];
   // The first window travels while B is packed.
   if constexpr (kAsync) {
-    issue_window_async<Mode>(slots, p, tile, 0, pitch, warp, lane);
+    issue_window_async<Mode, kUnitBytes>(slots, p, tile, 0, pitch, warp, lane);
     copy_async_commit();
   } else {
     load_window<Mode>(regs, p, tile, 0, warp, lane);
@@ -326,10 +329,10 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   const mma::Round input_round =
       prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
   if constexpr (kAsync) {
-    issue_window_async<Mode>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
+    issue_window_async<Mode, kUnitBytes>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
     copy_async_commit();
     copy_async_wait<1>();  // the first window; the second may still be in flight
-    convert_window<Mode>(slots, tile, pitch, warp, lane, input_round);
+    convert_window<Mode, kUnitBytes>(slots, tile, pitch, warp, lane, input_round);
   } else {
     store_window<Mode>(slots, regs, tile, pitch, warp, lane, input_round);
     load_window<Mode>(regs, p, next, next_channel, warp, lane);
@@ -363,7 +366,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     if (have_next) {
       if constexpr (kAsync) {
         copy_async_wait_all();
-        convert_window<Mode>(next_slot, next, pitch, warp, lane, input_round);
+        convert_window<Mode, kUnitBytes>(next_slot, next, pitch, warp, lane, input_round);
       } else {
         store_window<Mode>(next_slot, regs, next, pitch, warp, lane, input_round);
       }
@@ -381,7 +384,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     if constexpr (kAsync) {
       // Everyone has finished multiplying from this stage's slot: refill it.
       if (next_index < plan.tiles) {
-        issue_window_async<Mode>(slots + (stage & 1) * kSlotElems, p, next, next_channel, pitch,
+        issue_window_async<Mode, kUnitBytes>(slots + (stage & 1) * kSlotElems, p, next, next_channel, pitch,
                                  warp, lane);
         copy_async_commit();
       }
@@ -390,22 +393,31 @@ __global__ void __launch_bounds__(kTileThreads, 1)
       channel = 0;
       tile_index += gridDim.x;
       tile = decode_tile(plan, tile_index);
-      rows = pixel_rows<kWgmma>(tile, plan, p, warp, lane >> 2);
+      rows = pixel_rows<kWgmma>(tile, plan, p, window_skew(tile, sizeof(Raw)), warp, lane >> 2);
     }
   }
 }
 
-// 16-bit windows can be copied in aligned element pairs when W is unit-stride
-// and every row starts 4-byte aligned.
-bool pairs_aligned(const Problem& p) {
-  return p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 4 == 0 &&
-         p.in_stride[0] % 2 == 0 && p.in_stride[1] % 2 == 0 && p.in_stride[2] % 2 == 0;
+// Which staging the input's strides and alignment allow (see Staging).
+template <class Mode>
+Staging choose_staging(const Problem& p) {
+  const auto rows_aligned_to = [&](int64_t elems) {
+    return p.in_stride[3] == 1 &&
+           reinterpret_cast<uintptr_t>(p.input) % (elems * sizeof(typename Mode::Raw)) == 0 &&
+           p.in_stride[0] % elems == 0 && p.in_stride[1] % elems == 0 &&
+           p.in_stride[2] % elems == 0;
+  };
+  constexpr int64_t kPerCopy16 = kCopyBytes / sizeof(typename Mode::Raw);
+  if (rows_aligned_to(kPerCopy16)) return Staging::kCopy16;
+  // 4-byte units: any float32 element; 16-bit elements only as aligned pairs.
+  if (sizeof(typename Mode::Raw) == 4 || rows_aligned_to(2)) return Staging::kCopy4;
+  return Staging::kRegisters;
 }
 
-template <class Mode, DType T, bool kWgmma, bool kAsync>
+template <class Mode, DType T, bool kWgmma, Staging kStaging>
 cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
-  const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kAsync>;
+  const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
   const size_t smem = SmemLayout<Mode>::kTotal;
   // The shared-memory opt-in and the occupancy query cost microseconds of host time
   // per call, which small batches would pay on every launch: do them once per device.
@@ -432,12 +444,18 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceIn
 template <class Mode, DType T, bool kWgmma>
 cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
-  if constexpr (T == DType::kFloat32) {
-    return launch_kernel<Mode, T, kWgmma, true>(p, plan, device, stream);
-  } else {
-    return pairs_aligned(p) ? launch_kernel<Mode, T, kWgmma, true>(p, plan, device, stream)
-                            : launch_kernel<Mode, T, kWgmma, false>(p, plan, device, stream);
+  switch (choose_staging<Mode>(p)) {
+    case Staging::kCopy16:
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16>(p, plan, device, stream);
+    case Staging::kCopy4:
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4>(p, plan, device, stream);
+    case Staging::kRegisters:
+      if constexpr (sizeof(typename Mode::Raw) == 2) {
+        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters>(p, plan, device, stream);
+      }
+      break;
   }
+  return cudaErrorInvalidValue;
 }
 
 template <class Mode, DType T>

@@ -64,8 +64,9 @@ __device__ __forceinline__ uint32_t pack_u16(uint16_t lo, uint16_t hi) {
 // The substitute changes a finite result by at most 2^-126 * |other operand|.
 __device__ __forceinline__ float split_low(float x, float hi) {
   const float lo = x - hi;
-  if (x == 0.f) return 0.f;
-  return (lo == 0.f || !isfinite(hi)) ? copysignf(0x1p-126f, x) : lo;
+  // Selects, not branches: this runs once per staged element.
+  const float low = (lo == 0.f || !(fabsf(hi) < INFINITY)) ? copysignf(0x1p-126f, x) : lo;
+  return x == 0.f ? 0.f : low;
 }
 
 // How a split picks its high part. Inputs round to nearest (the smallest residual).
@@ -117,6 +118,14 @@ struct Bf16x3 {
     split_bf16x2(x, 0.f, hi, lo, round);
     return (hi & 0xffffu) | (lo << 16);
   }
+  // Four consecutive elements at once (a 16-byte unit of the window).
+  __device__ static uint4 to_words4(uint4 v, Round round) {
+    uint32_t hi01, lo01, hi23, lo23;
+    split_bf16x2(__uint_as_float(v.x), __uint_as_float(v.y), hi01, lo01, round);
+    split_bf16x2(__uint_as_float(v.z), __uint_as_float(v.w), hi23, lo23, round);
+    return make_uint4(__byte_perm(hi01, lo01, 0x5410), __byte_perm(hi01, lo01, 0x7632),
+                      __byte_perm(hi23, lo23, 0x5410), __byte_perm(hi23, lo23, 0x7632));
+  }
   __device__ static void make_a(A& a, const Word (&x)[2][4]) {
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -164,6 +173,10 @@ struct Tf32 {
   // m16n8k8: cols t, t+4 for the first half-step, 8+t, 12+t for the second.
   __device__ static int col(int t, int j) { return t + 4 * j; }
   __device__ static Word to_word(float x, Round) { return to_tf32(x); }
+  __device__ static uint4 to_words4(uint4 v, Round) {
+    return make_uint4(to_tf32(__uint_as_float(v.x)), to_tf32(__uint_as_float(v.y)),
+                      to_tf32(__uint_as_float(v.z)), to_tf32(__uint_as_float(v.w)));
+  }
   __device__ static void make_a(A& a, const Word (&x)[2][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

@@ -45,6 +45,20 @@ ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
   return kStride * (out_extent - 1) + kKernel;
 }
 
+// Windows travel in copy units of up to 16 bytes that start 16-byte aligned in
+// global memory. So a slot row holds input column ix0 + c at element `skew + c`,
+// where ix0 - skew is a multiple of a 16-byte unit, and the row's last unit may run
+// past the window: the pitch keeps kWindowPad elements (skew < 8, overhang < 8)
+// beyond the widest window.
+constexpr int kCopyBytes = 16;
+constexpr int kWindowPad = 16;
+
+ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
+  const int per_unit = kCopyBytes / elem_bytes;
+  const int64_t ix0 = t.x0 * kStride - kPad;
+  return int(((ix0 % per_unit) + per_unit) % per_unit);
+}
+
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
   const int64_t per_image = plan.strips * plan.tiles_per_strip;
@@ -87,8 +101,8 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   best.out_w = out_w;
   for (int64_t strips = 1; strips <= out_w; ++strips) {
     const int64_t widest = (out_w + strips - 1) / strips, narrowest = out_w / strips;
-    // Rows are staged in 32-column chunks, one per warp-wide load: pad the pitch to match.
-    const int64_t pitch = (window_extent(widest) + 31) / 32 * 32;
+    // Rows are staged in 32-unit chunks, one per warp-wide copy: pitches are 32-aligned.
+    const int64_t pitch = (window_extent(widest) + kWindowPad + 31) / 32 * 32;
     if (kKernel * pitch > kSlotElems) continue;
     int64_t pixels = kTilePixels;
     while (pixels > 1 && max_window_rows(pixels, narrowest, out_h) * pitch > kSlotElems) --pixels;

@@ -14,6 +14,12 @@
 namespace alexconv {
 namespace cuda {
 
+// How windows reach shared memory: element loads through registers (16-bit
+// inputs whose rows are not unit-stride, 4-byte-aligned runs), 4-byte cp.async
+// units (one float32 element, any stride; or an aligned 16-bit pair), or 16-byte
+// cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case).
+enum class Staging { kRegisters, kCopy4, kCopy16 };
+
 // Elements per thread of a full slot on the register path.
 constexpr int kLoadsPerThread = kSlotElems / kTileThreads;
 
@@ -99,22 +105,35 @@ __device__ void store_window(typename Mode::Word* slot,
                              const typename Mode::Raw (&regs)[kLoadsPerThread],
                              const Tile& tile, int pitch, int warp, int lane, mma::Round round) {
   if (tile.rows == 0) return;
+  const int skew = window_skew(tile, sizeof(typename Mode::Raw)), cols = int(tile.cols);
   WindowWalk w(tile, warp);
-  int index = w.row * pitch + w.chunk * 32 + lane;
+  int index = w.row * pitch + skew + w.chunk * 32 + lane;
 #pragma unroll
   for (int i = 0; i < kLoadsPerThread; ++i) {
-    if (w.valid()) slot[index] = Mode::to_word(regs[i], round);
+    // Lanes past the window's width store nothing: with the skew they would reach
+    // into the next row.
+    if (w.valid() && w.chunk * 32 + lane < cols) slot[index] = Mode::to_word(regs[i], round);
     index += (kTileThreads / 32) * pitch;
-    if (w.next()) index = w.row * pitch + w.chunk * 32 + lane;
+    if (w.next()) index = w.row * pitch + skew + w.chunk * 32 + lane;
   }
 }
 
 // Window data travels by cp.async straight into shared memory: no staging
-// registers, and the copy engine zero-fills the padding (src-size < 4).
-__device__ __forceinline__ void copy_async_4(uint32_t smem_addr, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(src),
-               "r"(src_bytes)
-               : "memory");
+// registers, and the copy engine zero-fills what lies outside the input
+// (src-size below the unit's size: the missing tail is zeros).
+template <int kBytes>
+__device__ __forceinline__ void copy_async(uint32_t smem_addr, const void* src, int src_bytes) {
+  static_assert(kBytes == 4 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes; we use 4 and 16");
+  if constexpr (kBytes == 16) {
+    // .cg: through L2 only; the next tile's window is another CTA's business.
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  }
 }
 __device__ __forceinline__ void copy_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -125,75 +144,75 @@ __device__ __forceinline__ void copy_async_wait() {
 }
 __device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 
-// This thread's share of a window of `units` per row: (row, 32-unit chunk)
-// pairs are numbered chunk-major and warp w takes pairs w, w + 8, ... So a warp
-// walks down one chunk 8 rows at a time, one unit per lane.
-struct WindowShare {
-  static constexpr int kWarps = kTileThreads / 32;
-  int chunks;
-  __device__ WindowShare(int units) : chunks((units + 31) / 32) {}
-  __device__ static int first_row(int warp, int chunk, int rows) {
-    return ((warp - chunk * rows) % kWarps + kWarps) % kWarps;
-  }
-};
-
-// cp.async path: one 4-byte copy per unit -- one float32 element, or an aligned
-// pair of 16-bit elements (the host checks W is unit-stride and 4-byte aligned).
-// The copy engine zero-fills what lies outside the input, including the second
-// half of a pair at an odd right edge. Per row the source and destination only
-// advance by fixed strides.
-template <class Mode>
-__device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, const Tile& tile,
-                                   int channel, int pitch, int warp, int lane) {
-  using Raw = typename Mode::Raw;
-  constexpr int kPerUnit = 4 / int(sizeof(Raw));
-  const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
-                    channel * p.in_stride[1];
-  const int iy0 = int(tile.oy0 * kStride - kPad), ix0 = int(tile.x0 * kStride - kPad);
-  const int rows = int(tile.rows), cols = int(tile.cols);
-  const unsigned height = unsigned(p.in_h);
-  const int width = int(p.in_w);
-  const uint32_t slot_addr = static_cast<uint32_t>(__cvta_generic_to_shared(slot));
-  const WindowShare share((cols + kPerUnit - 1) / kPerUnit);
-  const int64_t src_step = int64_t(WindowShare::kWarps) * p.in_stride[2];
-  const uint32_t dst_step = uint32_t(WindowShare::kWarps * pitch) * uint32_t(sizeof(Raw));
-  for (int chunk = 0; chunk < share.chunks; ++chunk) {
-    const int col = (chunk * 32 + lane) * kPerUnit, ix = ix0 + col;
-    // Past the window's last column: copy nothing. (A pair lane there would land
-    // beyond the row pitch, in another warp's row.)
-    if (col >= cols) break;
-    // Bytes of this column (pair) inside the input; ix0 is even, so a pair never starts at -1.
-    const int col_bytes = !(ix >= 0 && ix < width) ? 0
-                          : (kPerUnit == 2 && ix + 1 >= width) ? int(sizeof(Raw))
-                                                                 : 4;
-    const int first = WindowShare::first_row(warp, chunk, rows);
-    const Raw* src = base + int64_t(iy0 + first) * p.in_stride[2] + int64_t(ix) * p.in_stride[3];
-    uint32_t dst = slot_addr + uint32_t(first * pitch + col) * uint32_t(sizeof(Raw));
-    for (int row = first; row < rows; row += WindowShare::kWarps) {
-      const int bytes = unsigned(iy0 + row) < height ? col_bytes : 0;
-      // Units that copy nothing still need a valid address.
-      copy_async_4(dst, bytes ? src : base, bytes);
-      src += src_step;
-      dst += dst_step;
-    }
+// This thread's share of a window staged in units of kBytes: the row's units
+// [first, end) cover slot elements skew .. skew + cols - 1. (row, 32-unit chunk)
+// pairs are numbered chunk-major and warp w takes pairs w, w + 16, ...: a warp
+// walks down one chunk, one unit per lane, so per row only fixed strides are added.
+// f(row, element, ix) gets the unit's first slot element in the row and its input
+// column ix; copy and convert walk identically, so each thread converts exactly the
+// units whose copies it waited for.
+template <int kPerUnit, class F>
+__device__ __forceinline__ void for_each_window_unit(const Tile& tile, int skew, int warp,
+                                                     int lane, F&& f) {
+  constexpr int kWarps = kTileThreads / 32;
+  const int rows = int(tile.rows);
+  const int first = skew / kPerUnit, end = (skew + int(tile.cols) + kPerUnit - 1) / kPerUnit;
+  const int ix_base = int(tile.x0 * kStride - kPad) - skew;  // a multiple of kPerUnit
+  const int chunks = (end - first + 31) / 32;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int unit = first + chunk * 32 + lane;
+    if (unit >= end) break;
+    const int row0 = ((warp - chunk * rows) % kWarps + kWarps) % kWarps;
+    for (int row = row0; row < rows; row += kWarps) f(row, unit * kPerUnit, ix_base + unit * kPerUnit);
   }
 }
 
+// Units of kBytes: one float32 element or an aligned pair of 16-bit elements
+// (kBytes 4; any W stride for one element, unit stride for pairs), or 16 bytes of
+// a row that is unit-stride and 16-byte aligned (the host checks which applies).
+// Units are aligned to their own size in input columns, so a unit never straddles
+// the left edge, and at the right edge its valid elements are a prefix.
+template <class Mode, int kBytes>
+__device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, const Tile& tile,
+                                   int channel, int pitch, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  constexpr int kPerUnit = kBytes / int(sizeof(Raw));
+  const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
+                    channel * p.in_stride[1];
+  const int iy0 = int(tile.oy0 * kStride - kPad);
+  const unsigned height = unsigned(p.in_h);
+  const int width = int(p.in_w);
+  const uint32_t slot_addr = static_cast<uint32_t>(__cvta_generic_to_shared(slot));
+  const int64_t row_stride = p.in_stride[2], col_stride = p.in_stride[3];
+  for_each_window_unit<kPerUnit>(
+      tile, window_skew(tile, sizeof(Raw)), warp, lane, [&](int row, int element, int ix) {
+        const int valid = ix < 0 ? 0 : min(kPerUnit, width - ix);
+        const int bytes = (valid > 0 && unsigned(iy0 + row) < height) ? valid * int(sizeof(Raw)) : 0;
+        const Raw* src = base + int64_t(iy0 + row) * row_stride + int64_t(ix) * col_stride;
+        // Units that copy nothing still need a valid address.
+        copy_async<kBytes>(slot_addr + uint32_t(row * pitch + element) * uint32_t(sizeof(Raw)),
+                           bytes ? src : base, bytes);
+      });
+}
+
 // After its own copies land, each thread turns its float32 elements into MMA
-// words in place (16-bit elements are already in operand format).
-template <class Mode>
+// words in place (16-bit elements are already in operand format). Whole units
+// are converted, the skew and overhang elements too: the gather never reads those.
+template <class Mode, int kBytes>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
                                int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
-    const int rows = int(tile.rows);
-    const WindowShare share(int(tile.cols));
-    for (int chunk = 0; chunk < share.chunks; ++chunk) {
-      typename Mode::Word* word = slot + chunk * 32 + lane;
-      for (int row = WindowShare::first_row(warp, chunk, rows); row < rows;
-           row += WindowShare::kWarps) {
-        word[row * pitch] = Mode::to_word(__uint_as_float(word[row * pitch]), round);
+    constexpr int kPerUnit = kBytes / 4;
+    for_each_window_unit<kPerUnit>(tile, window_skew(tile, 4), warp, lane,
+                                   [&](int row, int element, int) {
+      typename Mode::Word* word = slot + row * pitch + element;
+      if constexpr (kPerUnit == 4) {
+        uint4* v = reinterpret_cast<uint4*>(word);
+        *v = Mode::to_words4(*v, round);
+      } else {
+        *word = Mode::to_word(__uint_as_float(*word), round);
       }
-    }
+    });
   }
 }
 

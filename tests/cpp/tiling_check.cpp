@@ -1,7 +1,8 @@
 // Host-side check of the CUDA implicit GEMM's tiling plan (op/cuda/conv1_tiling.h,
 // plain C++ shared with the kernel): for each shape given as "N H W" on stdin,
 // every output pixel belongs to exactly one tile, every tile's input window fits a
-// shared-memory slot and stays inside the image's window, and pitches are 32-aligned.
+// shared-memory slot (its copy units and skew included) and stays inside the image's
+// window, and pitches are 32-aligned.
 // Prints "ok" or the first violation; run by tests/test_tiling.py.
 #include <cstdio>
 #include <vector>
@@ -25,9 +26,19 @@ int main() {
     std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
     for (long t = 0; t < plan.tiles; ++t) {
       const Tile tile = decode_tile(plan, t);
-      if (tile.rows * plan.pitch > kSlotElems || tile.cols > plan.pitch) {
+      if (tile.rows * plan.pitch > kSlotElems) {
         std::printf("tile %ld of %ld %ld %ld overflows its slot\n", t, n, h, w);
         return 1;
+      }
+      // A row's copy units, skew included, end inside the pitch for 4- and 2-byte elements.
+      for (int bytes = 2; bytes <= 4; bytes += 2) {
+        const long unit = kCopyBytes / bytes;
+        const long end = (window_skew(tile, bytes) + tile.cols + unit - 1) / unit * unit;
+        if (tile.rows > 0 && end > plan.pitch) {
+          std::printf("tile %ld of %ld %ld %ld: %d-byte row units end at %ld, pitch %ld\n", t,
+                      n, h, w, bytes, end, long(plan.pitch));
+          return 1;
+        }
       }
       for (long q = tile.q_begin; q < tile.q_end; ++q) {
         const long oy = q / tile.width, x = tile.x0 + q % tile.width;
