@@ -284,6 +284,20 @@ def test_zero_stride_bias(device):
     assert_matches_reference(conv1(x, w, b), x, w, b)
 
 
+def assert_special_values_like_conv2d(out, x, w, b, limit):
+    """NaN and +-Inf exactly where (and with the sign) the float64 F.conv2d has them; the
+    finite rest (most of the output) within `limit` relative norm error."""
+    ref = reference(x, w, b)
+    assert ref.isnan().any() and ref.isinf().any()
+    assert torch.equal(out.isnan(), ref.isnan()), "NaN positions differ from F.conv2d"
+    assert torch.equal(out.isinf(), ref.isinf()), "Inf positions differ from F.conv2d"
+    inf = ref.isinf()
+    assert torch.equal(out[inf].double(), ref[inf]), "Inf signs differ from F.conv2d"
+    finite = ref.isfinite()
+    assert finite.sum() > ref.numel() // 2
+    assert rel_norm_error(out[finite], ref[finite]) <= limit
+
+
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
@@ -299,18 +313,9 @@ def test_nan_and_inf_propagate_like_conv2d(device, dtype, allow_tf32, generator)
         flat[p] = [float("nan"), float("inf"), float("-inf")][i % 3]
     x[1, 0, 20, 20] = float("inf")  # a +Inf/-Inf pair under the same windows
     x[1, 0, 21, 22] = float("-inf")
-    out = conv1(x, w, b, allow_tf32=allow_tf32)
-    ref = reference(x, w, b)
-    assert ref.isnan().any() and ref.isinf().any()
-    assert torch.equal(out.isnan(), ref.isnan()), "NaN positions differ from F.conv2d"
-    assert torch.equal(out.isinf(), ref.isinf()), "Inf positions differ from F.conv2d"
-    inf = ref.isinf()
-    assert torch.equal(out[inf].double(), ref[inf]), "Inf signs differ from F.conv2d"
-    finite = ref.isfinite()
-    assert finite.sum() > ref.numel() // 2
     limit = {torch.float32: 1e-3 if allow_tf32 and device == "cuda" else 1e-5,
              torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
-    assert rel_norm_error(out[finite], ref[finite]) <= limit
+    assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
 @pytest.mark.parametrize("device", device_params())
@@ -323,16 +328,8 @@ def test_infinite_and_nan_weights_propagate_like_conv2d(device, allow_tf32, gene
     w[5, 0, 3, 4] = float("inf")
     w[17, 2, 10, 0] = float("-inf")
     w[40, 1, 0, 0] = float("nan")
-    out = conv1(x, w, b, allow_tf32=allow_tf32)
-    ref = reference(x, w, b)
-    assert ref.isinf().any() and ref.isnan().any()
-    assert torch.equal(out.isnan(), ref.isnan()), "NaN positions differ from F.conv2d"
-    assert torch.equal(out.isinf(), ref.isinf()), "Inf positions differ from F.conv2d"
-    inf = ref.isinf()
-    assert torch.equal(out[inf].double(), ref[inf]), "Inf signs differ from F.conv2d"
-    finite = ref.isfinite()
     limit = 1e-3 if allow_tf32 and device == "cuda" else 1e-4
-    assert rel_norm_error(out[finite], ref[finite]) <= limit
+    assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
 @pytest.mark.parametrize("device", device_params())
