@@ -119,6 +119,17 @@ double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
   return allow_tf32 ? 5e-3 : 1e-4;
 }
 
+// The header API follows the op's rules: an invalid call throws c10::Error naming
+// the argument (here a weight with 95 output channels), and leaves nothing broken.
+std::optional<std::string> header_api_rejection(const at::Tensor& input, const at::Tensor& weight) {
+  try {
+    alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false);
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,6 +157,8 @@ int main(int argc, char** argv) {
 
   const c10::InferenceMode guard;
   const at::Tensor input = torch::rand({o.batch, 3, o.size, o.size}, weight.options());
+  // First an invalid call; the valid ones after it must still be right.
+  const std::optional<std::string> rejection = header_api_rejection(input, weight);
   const at::Tensor out = module.forward({input}).toTensor();
   const at::Tensor out_api = alexconv::conv1(input, weight, bias, allow_tf32);
   // The reference in float64: far more accurate than either path under test.
@@ -167,6 +180,12 @@ int main(int argc, char** argv) {
             << "alexconv::conv1: max abs error " << e_api.max_abs << ", rel norm error "
             << e_api.rel_norm << ", median " << t_api << " ms\n"
             << "at::conv2d     : median " << t_ref << " ms\n";
+  if (!rejection || rejection->find("weight must have shape [96, 3, 11, 11]") == std::string::npos) {
+    std::cerr << "MISMATCH: the header API accepted a 95-channel weight or named no argument: "
+              << rejection.value_or("(no error)") << "\n";
+    return 1;
+  }
+  std::cout << "invalid call  : rejected with \"" << *rejection << "\"\n";
   if (!e_model.ok || !e_api.ok) {
     std::cerr << "MISMATCH: output differs from the float64 reference beyond atol=" << atol
               << ", rtol=" << rtol << "\n";

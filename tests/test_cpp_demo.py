@@ -36,6 +36,9 @@ def test_demo_end_to_end(tmp_path, device, dtype):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "output [3, 96, 24, 24]" in res.stdout
     assert "OK: both paths match" in res.stdout
+    # The header API rejects an invalid call with the op's message and keeps working.
+    assert 'rejected with "alexconv::conv1: weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]"' \
+        in res.stdout, res.stdout
 
 
 def test_demo_loads_state_dict_of_reference_model(tmp_path):
