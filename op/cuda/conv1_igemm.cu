@@ -64,9 +64,10 @@ __device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
   return (warp * kMTiles + mt) * 16 + h * 8 + g;
 }
 
-template <bool kWgmma>
+template <bool kWgmma, int kElemBytes>
 __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Problem& p,
-                                int skew, int warp, int g) {
+                                int warp, int g) {
+  const int skew = window_skew(tile, kElemBytes);  // the window's column 0 in a slot row
   PixelRows r;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
@@ -308,7 +309,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // while stage s + 1 is staged into the other slot.
   int64_t tile_index = blockIdx.x;
   Tile tile = decode_tile(plan, tile_index);
-  PixelRows rows = pixel_rows<kWgmma>(tile, plan, p, window_skew(tile, sizeof(Raw)), warp, lane >> 2);
+  PixelRows rows = pixel_rows<kWgmma, sizeof(Raw)>(tile, plan, p, warp, lane >> 2);
   int channel = 0;
 
   // The stage after the one being multiplied ("next") is either landing through
@@ -329,7 +330,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   const mma::Round input_round =
       prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
   if constexpr (kAsync) {
-    issue_window_async<Mode, kUnitBytes>(slots + kSlotElems, p, next, next_channel, pitch, warp, lane);
+    issue_window_async<Mode, kUnitBytes>(slots + kSlotElems, p, next, next_channel, pitch, warp,
+                                         lane);
     copy_async_commit();
     copy_async_wait<1>();  // the first window; the second may still be in flight
     convert_window<Mode, kUnitBytes>(slots, tile, pitch, warp, lane, input_round);
@@ -384,8 +386,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     if constexpr (kAsync) {
       // Everyone has finished multiplying from this stage's slot: refill it.
       if (next_index < plan.tiles) {
-        issue_window_async<Mode, kUnitBytes>(slots + (stage & 1) * kSlotElems, p, next, next_channel, pitch,
-                                 warp, lane);
+        issue_window_async<Mode, kUnitBytes>(slots + (stage & 1) * kSlotElems, p, next,
+                                             next_channel, pitch, warp, lane);
         copy_async_commit();
       }
     }
@@ -393,7 +395,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
       channel = 0;
       tile_index += gridDim.x;
       tile = decode_tile(plan, tile_index);
-      rows = pixel_rows<kWgmma>(tile, plan, p, window_skew(tile, sizeof(Raw)), warp, lane >> 2);
+      rows = pixel_rows<kWgmma, sizeof(Raw)>(tile, plan, p, warp, lane >> 2);
     }
   }
 }

@@ -80,7 +80,8 @@ enum class Round { kNearest, kTowardZero };
 
 __device__ __forceinline__ float bf16_toward_zero(float x) {
   // Dropping the low 16 bits could turn a NaN into an infinity: keep NaN a NaN.
-  return isnan(x) ? __uint_as_float(0x7fc00000u) : __uint_as_float(__float_as_uint(x) & 0xffff0000u);
+  return isnan(x) ? __uint_as_float(0x7fc00000u)
+                  : __uint_as_float(__float_as_uint(x) & 0xffff0000u);
 }
 
 // Splits two floats into packed bf16x2 high and low parts (element 0 in the low half).

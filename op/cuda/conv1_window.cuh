@@ -163,7 +163,9 @@ __device__ __forceinline__ void for_each_window_unit(const Tile& tile, int skew,
     const int unit = first + chunk * 32 + lane;
     if (unit >= end) break;
     const int row0 = ((warp - chunk * rows) % kWarps + kWarps) % kWarps;
-    for (int row = row0; row < rows; row += kWarps) f(row, unit * kPerUnit, ix_base + unit * kPerUnit);
+    for (int row = row0; row < rows; row += kWarps) {
+      f(row, unit * kPerUnit, ix_base + unit * kPerUnit);
+    }
   }
 }
 
@@ -187,7 +189,8 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
   for_each_window_unit<kPerUnit>(
       tile, window_skew(tile, sizeof(Raw)), warp, lane, [&](int row, int element, int ix) {
         const int valid = ix < 0 ? 0 : min(kPerUnit, width - ix);
-        const int bytes = (valid > 0 && unsigned(iy0 + row) < height) ? valid * int(sizeof(Raw)) : 0;
+        const bool inside = valid > 0 && unsigned(iy0 + row) < height;
+        const int bytes = inside ? valid * int(sizeof(Raw)) : 0;
         const Raw* src = base + int64_t(iy0 + row) * row_stride + int64_t(ix) * col_stride;
         // Units that copy nothing still need a valid address.
         copy_async<kBytes>(slot_addr + uint32_t(row * pitch + element) * uint32_t(sizeof(Raw)),
