@@ -3,11 +3,13 @@
 //
 // A persistent grid of 512-thread CTAs walks the tiles of conv1_tiling.h. Per
 // CTA, the packed weights of all three channels (B) stay in shared memory for the
-// whole run; per tile, each input channel's window is staged once in one of two
-// slots, the next channel's window travelling through registers while the
-// current one is multiplied. Each warp owns 16 pixels x 96 channels; A fragments
-// are gathered straight from the window (the im2col exists only in registers),
-// and results leave as fp32 accumulators + bias, straight to global memory.
+// whole run. The warps then split into two roles that meet only at a ring of
+// window slots (conv1_pipeline.cuh): 4 producer warps stage each (tile, input
+// channel) window in a slot -- cp.async or registers, then converted into MMA
+// operand words -- while 12 consumer warps multiply earlier stages. Each consumer
+// warp owns 16 pixels x 96 channels; A fragments are gathered straight from the
+// window (the im2col exists only in registers), and results leave as fp32
+// accumulators + bias, straight to global memory.
 //
 // Two engines run the MMAs: warp-level mma.sync (sm_80+, the portable path) and,
 // on Hopper, warpgroup wgmma (sm_90a), which reads B from shared memory itself and
@@ -22,6 +24,7 @@
 #include "../conv1_geometry.h"
 #include "conv1_dtype.cuh"
 #include "conv1_mma.cuh"
+#include "conv1_pipeline.cuh"
 #include "conv1_tiling.h"
 #include "conv1_window.cuh"
 
@@ -33,6 +36,11 @@ constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 constexpr int kTapsPerChannel = kKernel * kKernel;
 constexpr int kMTiles = 1;                   // m16 row tiles per warp (16 pixels)
 
+// A warpgroup's 64-pixel x 96-channel output block, staged pixel-major. A pixel
+// row is 49 words: odd, so reading one channel across 32 pixels is conflict-free.
+constexpr int kStagedPitch = kOutChannels + 2;
+constexpr int kStagedElems = 64 * kStagedPitch;
+
 template <class Mode>
 struct SmemLayout {
   using Word = typename Mode::Word;
@@ -41,11 +49,17 @@ struct SmemLayout {
   static constexpr size_t kBWgmma =
       size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
   static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
-  static constexpr size_t kKoff = kSteps * 4 * sizeof(int4);
-  static constexpr size_t kBias = kOutChannels * sizeof(float);
-  static constexpr size_t kSlots = 2 * size_t(kSlotElems) * sizeof(Word);
-  static constexpr size_t kTotal = kB + kKoff + kBias + kSlots;
-  static_assert((kB + kKoff + kBias) % 16 == 0, "slots must stay 16-byte aligned");
+  static constexpr size_t kKoffAt = kB;
+  static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
+  static constexpr size_t kRingAt = kBiasAt + kOutChannels * sizeof(float);
+  static constexpr size_t kSlotsAt = kRingAt + sizeof(RingBarriers);
+  static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
+  // 16-bit outputs leave through shared memory (see store_tile_staged); float32
+  // modes have no room for that beside their two-part weights.
+  static constexpr bool kStagedStores = sizeof(typename Mode::Raw) == 2;
+  static constexpr size_t kTotal =
+      kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+  static_assert(kRingAt % 8 == 0 && kSlotsAt % 16 == 0, "barriers and slots stay aligned");
 };
 
 // Per-thread view of the tile being multiplied: for its 2 m-tiles x 2 rows
@@ -78,7 +92,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
       r.window[mt][h] = 0;
       r.out[mt][h] = -1;
       if (local < plan.tile_pixels && q < tile.q_end) {
-        const int64_t oy = q / tile.width, x = q % tile.width;
+        const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
         r.window[mt][h] = int((oy - tile.oy0) * kStride * plan.pitch + skew + x * kStride);
         r.out[mt][h] = tile.n * p.out_stride[0] + oy * p.out_stride[2] +
                        (tile.x0 + x) * p.out_stride[3];
@@ -287,75 +301,132 @@ __device__ void store_tile(float (&acc)[kMTiles][mma::kNTiles][4], const PixelRo
   }
 }
 
-template <class Mode, DType T, bool kWgmma, Staging kStaging>
-__global__ void __launch_bounds__(kTileThreads, 1)
-    conv1_igemm_kernel(const Problem p, const TilePlan plan) {
-  using Word = typename Mode::Word;
-  using Raw = typename Mode::Raw;
-  constexpr bool kAsync = kStaging != Staging::kRegisters;
-  constexpr int kUnitBytes = kStaging == Staging::kCopy16 ? 16 : 4;
-  using Layout = SmemLayout<Mode>;
-  static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
-  extern __shared__ __align__(16) unsigned char smem[];
-  uint4* b_frag = reinterpret_cast<uint4*>(smem);
-  int4* koff = reinterpret_cast<int4*>(smem + Layout::kB);
-  float* bias = reinterpret_cast<float*>(smem + Layout::kB + Layout::kKoff);
-  Word* slots = reinterpret_cast<Word*>(smem + Layout::kB + Layout::kKoff + Layout::kBias);
+__device__ __forceinline__ void group_barrier(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+// 16-bit outputs: each group of 4 consumer warps (a wgmma warpgroup; 64 tile
+// pixels) transposes its block through shared memory, so that a store instruction
+// writes 32 consecutive pixels of one channel (64 contiguous bytes in NCHW)
+// instead of 8 pixels of each of 4 channels.
+template <DType T>
+__device__ void store_tile_staged(float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* staged,
+                                  const float* bias, const Tile& tile, const TilePlan& plan,
+                                  const Problem& p, int warp, int lane) {
+  static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
+  const int group = warp / 4, group_warp = warp % 4, g = lane >> 2, t = lane & 3;
+  uint16_t* block = staged + group * kStagedElems;
+  group_barrier(1 + group);  // the group's reads of the previous tile are done
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint16_t* row = block + (group_warp * 16 + h * 8 + g) * kStagedPitch;
+#pragma unroll
+    for (int nt = 0; nt < mma::kNTiles; ++nt) {
+      const int ch = nt * 8 + 2 * t;
+      *reinterpret_cast<uint32_t*>(row + ch) =
+          mma::pack_u16(from_float<T>(acc[0][nt][2 * h] + bias[ch]),
+                        from_float<T>(acc[0][nt][2 * h + 1] + bias[ch + 1]));
+    }
+  }
+  group_barrier(1 + group);
+  // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
+  uint16_t* out = static_cast<uint16_t*>(p.output);
+  constexpr int kChannelsPerWarp = kOutChannels / 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int local = group * 64 + half * 32 + lane;
+    const int64_t q = tile.q_begin + local;
+    if (local >= plan.tile_pixels || q >= tile.q_end) continue;
+    const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
+    const int64_t base = tile.n * p.out_stride[0] + oy * p.out_stride[2] +
+                         (tile.x0 + x) * p.out_stride[3];
+    const uint16_t* from = block + (half * 32 + lane) * kStagedPitch;
+#pragma unroll 8
+    for (int c = 0; c < kChannelsPerWarp; ++c) {
+      const int ch = group_warp * kChannelsPerWarp + c;
+      out[base + ch * p.out_stride[1]] = from[ch];
+    }
+  }
+}
+
+// Producer warps, fp32 and aligned 16-bit windows: copies run one stage ahead of
+// conversion. The first kStages - 1 stages were issued before B was packed.
+template <class Mode, int kUnitBytes>
+__device__ void produce_async(const Problem& p, const TilePlan& plan,
+                              typename Mode::Word* slots, RingBarriers& ring, StageCursor& copy_at,
+                              RingPos& copy_pos, mma::Round round, int warp, int lane) {
   const int pitch = int(plan.pitch);
-
-  // Pipeline over stages (tile, channel): stage s is multiplied from slot s % 2
-  // while stage s + 1 is staged into the other slot.
-  int64_t tile_index = blockIdx.x;
-  Tile tile = decode_tile(plan, tile_index);
-  PixelRows rows = pixel_rows<kWgmma, sizeof(Raw)>(tile, plan, p, warp, lane >> 2);
-  int channel = 0;
-
-  // The stage after the one being multiplied ("next") is either landing through
-  // cp.async or, for 16-bit inputs whose rows are not unit-stride 4-byte-aligned
-  // runs, waiting in registers.
-  static_assert(kAsync || sizeof(Raw) == 2, "float32 always takes cp.async");
-  int64_t next_index = tile_index;
-  Tile next = tile;
-  int next_channel = 1;
-  Raw regs[kAsync ? 1 : kLoadsPerThread];
-  // The first window travels while B is packed.
-  if constexpr (kAsync) {
-    issue_window_async<Mode, kUnitBytes>(slots, p, tile, 0, pitch, warp, lane);
-    copy_async_commit();
-  } else {
-    load_window<Mode>(regs, p, tile, 0, warp, lane);
+  StageCursor convert_at(plan);
+  RingPos convert_pos;
+  while (convert_at.valid(plan)) {
+    copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
+    convert_window<Mode, kUnitBytes>(slots + convert_pos.slot * kSlotElems, convert_at.tile,
+                                     pitch, warp, lane, round);
+    barrier_arrive(&ring.full[convert_pos.slot]);
+    convert_at.advance(plan);
+    convert_pos.advance();
+    if (copy_at.valid(plan)) {
+      barrier_wait(&ring.empty[copy_pos.slot], copy_pos.phase ^ 1);
+      issue_window_async<Mode, kUnitBytes>(slots + copy_pos.slot * kSlotElems, p, copy_at.tile,
+                                           copy_at.channel, pitch, warp, lane);
+    }
+    copy_async_commit();  // possibly empty: one group per stage keeps the wait count fixed
+    copy_at.advance(plan);
+    copy_pos.advance();
   }
-  const mma::Round input_round =
-      prepare_constants<Mode, T, kWgmma>(p, pitch, b_frag, koff, bias, tid);
-  if constexpr (kAsync) {
-    issue_window_async<Mode, kUnitBytes>(slots + kSlotElems, p, next, next_channel, pitch, warp,
-                                         lane);
-    copy_async_commit();
-    copy_async_wait<1>();  // the first window; the second may still be in flight
-    convert_window<Mode, kUnitBytes>(slots, tile, pitch, warp, lane, input_round);
-  } else {
-    store_window<Mode>(slots, regs, tile, pitch, warp, lane, input_round);
-    load_window<Mode>(regs, p, next, next_channel, warp, lane);
-  }
-  __syncthreads();
+}
 
+// Producer warps, other 16-bit windows: element loads through registers; the
+// loads of a stage are in flight while its slot is still being read.
+template <class Mode>
+__device__ void produce_registers(const Problem& p, const TilePlan& plan,
+                                  typename Mode::Word* slots, RingBarriers& ring,
+                                  mma::Round round, int warp, int lane) {
+  typename Mode::Raw regs[kLoadsPerThread];
+  StageCursor at(plan);
+  RingPos pos;
+  while (at.valid(plan)) {
+    load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    store_window<Mode>(slots + pos.slot * kSlotElems, regs, at.tile, int(plan.pitch), warp, lane,
+                       round);
+    barrier_arrive(&ring.full[pos.slot]);
+    at.advance(plan);
+    pos.advance();
+  }
+}
+
+// Consumer warps: per stage, multiply the slot's window by the channel's B;
+// after a tile's last channel, add the bias and store.
+template <class Mode, DType T, bool kWgmma>
+__device__ void consume(const Problem& p, const TilePlan& plan, const typename Mode::Word* slots,
+                        RingBarriers& ring, const uint4* b_frag, const int4* koff,
+                        const float* bias, uint16_t* staged, int warp, int lane) {
+  StageCursor at(plan);
+  RingPos pos;
+  PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
   float acc[kMTiles][mma::kNTiles][4] = {};
-  for (int64_t stage = 0;; ++stage) {
-    const Word* window = slots + (stage & 1) * kSlotElems;
+  while (at.valid(plan)) {
+    barrier_wait(&ring.full[pos.slot], pos.phase);
+    __syncwarp();  // the warp-collective MMAs need the whole warp back together
+    const typename Mode::Word* window = slots + pos.slot * kSlotElems;
     if constexpr (kWgmma) {
       multiply_channel_wgmma<Mode>(
           acc, window,
-          static_cast<uint32_t>(__cvta_generic_to_shared(b_frag)) +
-              channel * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes,
-          koff, rows, lane);
+          smem_address(b_frag) + at.channel * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes, koff,
+          rows, lane);
     } else {
-      multiply_channel<Mode>(acc, window, b_frag + channel * kSteps * Mode::kChunks * 32, koff,
+      multiply_channel<Mode>(acc, window, b_frag + at.channel * kSteps * Mode::kChunks * 32, koff,
                              rows, lane);
     }
-    if (channel == kInChannels - 1) {
-      store_tile<T>(acc, rows, bias, p, lane & 3);
+    barrier_arrive(&ring.empty[pos.slot]);
+    pos.advance();
+    if (at.channel == kInChannels - 1) {
+      if constexpr (SmemLayout<Mode>::kStagedStores) {
+        store_tile_staged<T>(acc, staged, bias, at.tile, plan, p, warp, lane);
+      } else {
+        store_tile<T>(acc, rows, bias, p, lane & 3);
+      }
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -363,40 +434,65 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 #pragma unroll
           for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
     }
-    const bool have_next = next_index < plan.tiles;
-    Word* next_slot = slots + ((stage + 1) & 1) * kSlotElems;
-    if (have_next) {
-      if constexpr (kAsync) {
-        copy_async_wait_all();
-        convert_window<Mode, kUnitBytes>(next_slot, next, pitch, warp, lane, input_round);
-      } else {
-        store_window<Mode>(next_slot, regs, next, pitch, warp, lane, input_round);
-      }
-      if (++next_channel == kInChannels) {
-        next_channel = 0;
-        next_index += gridDim.x;
-        if (next_index < plan.tiles) next = decode_tile(plan, next_index);
-      }
-      if constexpr (!kAsync) {
-        if (next_index < plan.tiles) load_window<Mode>(regs, p, next, next_channel, warp, lane);
-      }
+    if (at.advance(plan)) {
+      rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
     }
-    __syncthreads();
-    if (!have_next) break;
-    if constexpr (kAsync) {
-      // Everyone has finished multiplying from this stage's slot: refill it.
-      if (next_index < plan.tiles) {
-        issue_window_async<Mode, kUnitBytes>(slots + (stage & 1) * kSlotElems, p, next,
-                                             next_channel, pitch, warp, lane);
+  }
+}
+
+template <class Mode, DType T, bool kWgmma, Staging kStaging>
+__global__ void __launch_bounds__(kTileThreads, 1)
+    conv1_igemm_kernel(const Problem p, const TilePlan plan) {
+  using Word = typename Mode::Word;
+  constexpr bool kAsync = kStaging != Staging::kRegisters;
+  constexpr int kUnitBytes = kStaging == Staging::kCopy16 ? 16 : 4;
+  using Layout = SmemLayout<Mode>;
+  static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
+  static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint4* b_frag = reinterpret_cast<uint4*>(smem);
+  int4* koff = reinterpret_cast<int4*>(smem + Layout::kKoffAt);
+  float* bias = reinterpret_cast<float*>(smem + Layout::kBiasAt);
+  RingBarriers& ring = *reinterpret_cast<RingBarriers*>(smem + Layout::kRingAt);
+  Word* slots = reinterpret_cast<Word*>(smem + Layout::kSlotsAt);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool producer = warp >= kConsumerWarps;
+  const int producer_warp = warp - kConsumerWarps;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      barrier_init(&ring.full[s], kProducerThreads);
+      barrier_init(&ring.empty[s], kConsumerThreads);
+    }
+  }
+  // The first windows travel while B is packed (their slots are still empty).
+  StageCursor copy_at(plan);
+  RingPos copy_pos;
+  if constexpr (kAsync) {
+    if (producer) {
+      for (int s = 0; s < kStages - 1; ++s) {
+        if (copy_at.valid(plan)) {
+          issue_window_async<Mode, kUnitBytes>(slots + copy_pos.slot * kSlotElems, p,
+                                               copy_at.tile, copy_at.channel, int(plan.pitch),
+                                               producer_warp, lane);
+        }
         copy_async_commit();
+        copy_at.advance(plan);
+        copy_pos.advance();
       }
     }
-    if (++channel == kInChannels) {
-      channel = 0;
-      tile_index += gridDim.x;
-      tile = decode_tile(plan, tile_index);
-      rows = pixel_rows<kWgmma, sizeof(Raw)>(tile, plan, p, warp, lane >> 2);
-    }
+  }
+  // Ends in a CTA barrier, which also publishes the ring's initialisation.
+  const mma::Round input_round =
+      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, tid);
+  if (!producer) {
+    consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
+                             reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
+  } else if constexpr (kAsync) {
+    produce_async<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, input_round,
+                                    producer_warp, lane);
+  } else {
+    produce_registers<Mode>(p, plan, slots, ring, input_round, producer_warp, lane);
   }
 }
 

@@ -84,19 +84,27 @@ __device__ __forceinline__ float bf16_toward_zero(float x) {
                   : __uint_as_float(__float_as_uint(x) & 0xffff0000u);
 }
 
+// The low part of an input split to nearest. Such a launch has no infinite weight
+// (see Round), so a zero low part is harmless; only an infinite x needs one that
+// is not NaN (inf - inf).
+__device__ __forceinline__ float split_low_nearest(float x, float hi) {
+  return fabsf(hi) < INFINITY ? x - hi : 0.f;
+}
+
 // Splits two floats into packed bf16x2 high and low parts (element 0 in the low half).
 __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, uint32_t& lo,
                                              Round round) {
-  float2 hf;
+  __nv_bfloat162 l;
   if (round == Round::kNearest) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
-    hf = __bfloat1622float2(h);
+    const float2 hf = __bfloat1622float2(h);
     hi = *reinterpret_cast<const uint32_t*>(&h);
+    l = __floats2bfloat162_rn(split_low_nearest(x0, hf.x), split_low_nearest(x1, hf.y));
   } else {
-    hf = make_float2(bf16_toward_zero(x0), bf16_toward_zero(x1));
+    const float2 hf = make_float2(bf16_toward_zero(x0), bf16_toward_zero(x1));
     hi = (__float_as_uint(hf.x) >> 16) | (__float_as_uint(hf.y) & 0xffff0000u);
+    l = __floats2bfloat162_rn(split_low(x0, hf.x), split_low(x1, hf.y));
   }
-  const __nv_bfloat162 l = __floats2bfloat162_rn(split_low(x0, hf.x), split_low(x1, hf.y));
   lo = *reinterpret_cast<const uint32_t*>(&l);
 }
 

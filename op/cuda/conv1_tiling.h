@@ -6,7 +6,7 @@
 // `tile_pixels` consecutive numbers of one strip. A tile's input window -- every
 // input row its pixels touch, across the strip's columns -- is staged in one
 // shared-memory slot per input channel, so the plan keeps it under kSlotElems.
-// For 224x224 inputs this is one strip of 55 columns and 256-pixel tiles.
+// For 224x224 inputs this is one strip of 55 columns and 192-pixel tiles.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,19 @@
 namespace alexconv {
 namespace cuda {
 
-constexpr int kTileThreads = 512;  // 16 warps x 16 pixels
-constexpr int kTilePixels = 256;
-constexpr int kSlotElems = 8192;  // one input channel's window per pipeline slot
+// A CTA's warps have two roles (see conv1_pipeline.cuh): consumer warps multiply,
+// 16 tile pixels each (3 wgmma warpgroups of 64); producer warps stage windows.
+constexpr int kConsumerWarps = 12;
+constexpr int kProducerWarps = 4;
+constexpr int kConsumerThreads = 32 * kConsumerWarps;
+constexpr int kProducerThreads = 32 * kProducerWarps;
+constexpr int kTileThreads = kConsumerThreads + kProducerThreads;
+constexpr int kTilePixels = 16 * kConsumerWarps;
+// Window slots in the ring, each holding one input channel's window: 27 rows of
+// 256 (a 192-pixel tile at 224x224). Three such fp32 slots and the fp32 weights
+// just fit a CTA's 227 KB of shared memory.
+constexpr int kStages = 3;
+constexpr int kSlotElems = 6912;
 
 struct TilePlan {
   int64_t out_h = 0, out_w = 0;
@@ -59,14 +69,21 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
   return int(((ix0 % per_unit) + per_unit) % per_unit);
 }
 
+// a / b for a >= 0, b > 0: in 32 bits where both fit (always, in practice), as GPUs
+// have no 64-bit divider (the 64-bit routine is a call of ~70 instructions).
+ALEXCONV_HOST_DEVICE inline int64_t div_nonneg(int64_t a, int64_t b) {
+  return ((a | b) >> 32) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+}
+
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
   const int64_t per_image = plan.strips * plan.tiles_per_strip;
-  t.n = index / per_image;
-  const int64_t strip = (index % per_image) / plan.tiles_per_strip;
-  const int64_t in_strip = index % plan.tiles_per_strip;
-  t.x0 = strip * plan.out_w / plan.strips;
-  t.width = (strip + 1) * plan.out_w / plan.strips - t.x0;
+  t.n = div_nonneg(index, per_image);
+  const int64_t in_image = index - t.n * per_image;
+  const int64_t strip = div_nonneg(in_image, plan.tiles_per_strip);
+  const int64_t in_strip = in_image - strip * plan.tiles_per_strip;
+  t.x0 = div_nonneg(strip * plan.out_w, plan.strips);
+  t.width = div_nonneg((strip + 1) * plan.out_w, plan.strips) - t.x0;
   const int64_t strip_pixels = plan.out_h * t.width;
   t.q_begin = in_strip * plan.tile_pixels;
   t.q_end = t.q_begin + plan.tile_pixels < strip_pixels ? t.q_begin + plan.tile_pixels
@@ -75,8 +92,8 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index
     t.q_end = t.q_begin;
     return t;
   }
-  t.oy0 = t.q_begin / t.width;
-  t.rows = window_extent((t.q_end - 1) / t.width - t.oy0 + 1);
+  t.oy0 = div_nonneg(t.q_begin, t.width);
+  t.rows = window_extent(div_nonneg(t.q_end - 1, t.width) - t.oy0 + 1);
   t.cols = window_extent(t.width);
   return t;
 }
@@ -92,7 +109,7 @@ inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
 // Fewest strips that allow full tiles; failing that, the largest tile any strip
 // count allows (narrow images: a tile of many short rows needs a tall window).
 // Then, with `slots` CTAs resident at once (a persistent grid), the tile size
-// is picked from 256, 192, 128 and 64 pixels (whole wgmma row tiles) to minimise
+// is picked from 192, 128 and 64 pixels (whole wgmma row tiles) to minimise
 // waves x (pixels + a per-tile overhead of ~64 pixels' worth): small batches get
 // small tiles that reach every multiprocessor, large ones keep full tiles.
 inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t slots = 1) {

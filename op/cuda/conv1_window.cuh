@@ -2,13 +2,16 @@
 // implicit GEMM in conv1_igemm.cu: float32 and aligned 16-bit windows by cp.async
 // with hardware zero fill, then converted in place into MMA operand words; other
 // 16-bit strides through registers. Padding (outside the image) arrives as zeros.
+// The producer warps do all of it: `warp` below is a producer warp's index among them.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../conv1_geometry.h"
 #include "conv1_launch.h"
 #include "conv1_mma.cuh"
+#include "conv1_pipeline.cuh"
 #include "conv1_tiling.h"
 
 namespace alexconv {
@@ -20,12 +23,13 @@ namespace cuda {
 // cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case).
 enum class Staging { kRegisters, kCopy4, kCopy16 };
 
-// Elements per thread of a full slot on the register path.
-constexpr int kLoadsPerThread = kSlotElems / kTileThreads;
+// Elements per producer thread of a full slot on the register path.
+constexpr int kLoadsPerThread = kSlotElems / kProducerThreads;
+static_assert(kSlotElems % kProducerThreads == 0, "producers share a slot evenly");
 
 // Window staging: the window is cut into 32-column chunks, and (chunk, row)
-// pairs are numbered chunk-major; warp w takes pairs w, w + 8, w + 16, ..., one
-// element per lane. A warp thus walks down a column chunk 8 rows at a time, so its
+// pairs are numbered chunk-major; producer warp w takes pairs w, w + 4, ..., one
+// element per lane. A warp thus walks down a column chunk 4 rows at a time, so its
 // column terms stay fixed and each element costs one pointer add; the walk is
 // warp-uniform.
 // kLoadsPerThread pairs per warp cover a full slot because the plan keeps
@@ -39,7 +43,7 @@ struct WindowWalk {
   __device__ bool valid() const { return chunk < chunks; }
   // Returns true when the walk moved to a new chunk.
   __device__ bool next() {
-    row += kTileThreads / 32;
+    row += kProducerWarps;
     if (row < rows) return false;
     while (row >= rows) {
       row -= rows;
@@ -73,7 +77,7 @@ __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const P
   const int iy0 = int(tile.oy0 * kStride - kPad), ix0 = int(tile.x0 * kStride - kPad);
   const int cols = int(tile.cols);
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
-  const int64_t row_step = int64_t(kTileThreads / 32) * p.in_stride[2];
+  const int64_t row_step = int64_t(kProducerWarps) * p.in_stride[2];
   WindowWalk w(tile, warp);
   // Negative coordinates wrap to huge unsigned values: one compare per bound.
   const auto column = [&](int& ix, bool& col_ok, const Raw*& col_base) {
@@ -113,7 +117,7 @@ __device__ void store_window(typename Mode::Word* slot,
     // Lanes past the window's width store nothing: with the skew they would reach
     // into the next row.
     if (w.valid() && w.chunk * 32 + lane < cols) slot[index] = Mode::to_word(regs[i], round);
-    index += (kTileThreads / 32) * pitch;
+    index += kProducerWarps * pitch;
     if (w.next()) index = w.row * pitch + skew + w.chunk * 32 + lane;
   }
 }
@@ -146,15 +150,16 @@ __device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 
 // This thread's share of a window staged in units of kBytes: the row's units
 // [first, end) cover slot elements skew .. skew + cols - 1. (row, 32-unit chunk)
-// pairs are numbered chunk-major and warp w takes pairs w, w + 16, ...: a warp
-// walks down one chunk, one unit per lane, so per row only fixed strides are added.
-// f(row, element, ix) gets the unit's first slot element in the row and its input
-// column ix; copy and convert walk identically, so each thread converts exactly the
+// pairs are numbered chunk-major and producer warp w takes pairs w, w + 4, ...: a warp
+// walks down one chunk, one unit per lane. f(row0, element, ix) is called once per
+// unit column the thread owns, with the column's first slot element in a row and its
+// input column ix; the thread's rows there are row0, row0 + kProducerWarps, ... <
+// tile.rows. Copy and convert walk identically, so each thread converts exactly the
 // units whose copies it waited for.
 template <int kPerUnit, class F>
-__device__ __forceinline__ void for_each_window_unit(const Tile& tile, int skew, int warp,
-                                                     int lane, F&& f) {
-  constexpr int kWarps = kTileThreads / 32;
+__device__ __forceinline__ void for_each_window_column(const Tile& tile, int skew, int warp,
+                                                       int lane, F&& f) {
+  constexpr int kWarps = kProducerWarps;
   const int rows = int(tile.rows);
   const int first = skew / kPerUnit, end = (skew + int(tile.cols) + kPerUnit - 1) / kPerUnit;
   const int ix_base = int(tile.x0 * kStride - kPad) - skew;  // a multiple of kPerUnit
@@ -162,10 +167,8 @@ __device__ __forceinline__ void for_each_window_unit(const Tile& tile, int skew,
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int unit = first + chunk * 32 + lane;
     if (unit >= end) break;
-    const int row0 = ((warp - chunk * rows) % kWarps + kWarps) % kWarps;
-    for (int row = row0; row < rows; row += kWarps) {
-      f(row, unit * kPerUnit, ix_base + unit * kPerUnit);
-    }
+    f(((warp - chunk * rows) % kWarps + kWarps) % kWarps, unit * kPerUnit,
+      ix_base + unit * kPerUnit);
   }
 }
 
@@ -181,21 +184,59 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
   constexpr int kPerUnit = kBytes / int(sizeof(Raw));
   const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                     channel * p.in_stride[1];
-  const int iy0 = int(tile.oy0 * kStride - kPad);
+  const int iy0 = int(tile.oy0 * kStride - kPad), rows = int(tile.rows);
   const unsigned height = unsigned(p.in_h);
   const int width = int(p.in_w);
-  const uint32_t slot_addr = static_cast<uint32_t>(__cvta_generic_to_shared(slot));
-  const int64_t row_stride = p.in_stride[2], col_stride = p.in_stride[3];
-  for_each_window_unit<kPerUnit>(
-      tile, window_skew(tile, sizeof(Raw)), warp, lane, [&](int row, int element, int ix) {
+  const uint32_t slot_addr = smem_address(slot);
+  const int64_t row_step = kProducerWarps * p.in_stride[2];
+  const uint32_t slot_row_step = uint32_t(kProducerWarps * pitch * sizeof(Raw));
+  for_each_window_column<kPerUnit>(
+      tile, window_skew(tile, sizeof(Raw)), warp, lane, [&](int row0, int element, int ix) {
         const int valid = ix < 0 ? 0 : min(kPerUnit, width - ix);
-        const bool inside = valid > 0 && unsigned(iy0 + row) < height;
-        const int bytes = inside ? valid * int(sizeof(Raw)) : 0;
-        const Raw* src = base + int64_t(iy0 + row) * row_stride + int64_t(ix) * col_stride;
-        // Units that copy nothing still need a valid address.
-        copy_async<kBytes>(slot_addr + uint32_t(row * pitch + element) * uint32_t(sizeof(Raw)),
-                           bytes ? src : base, bytes);
+        const int col_bytes = valid > 0 ? valid * int(sizeof(Raw)) : 0;
+        const Raw* src = base + int64_t(iy0 + row0) * p.in_stride[2] + int64_t(ix) * p.in_stride[3];
+        uint32_t dst = slot_addr + uint32_t(row0 * pitch + element) * uint32_t(sizeof(Raw));
+        for (int row = row0; row < rows; row += kProducerWarps) {
+          const int bytes = unsigned(iy0 + row) < height ? col_bytes : 0;
+          // Units that copy nothing still need a valid address.
+          copy_async<kBytes>(dst, bytes ? src : base, bytes);
+          src += row_step;
+          dst += slot_row_step;
+        }
       });
+}
+
+// convert_window with the rounding fixed at compile time. A thread converts
+// kBatch of its units at once, so their shared-memory round trips overlap.
+template <class Mode, int kBytes, mma::Round kRound>
+__device__ void convert_window_as(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
+                                  int lane) {
+  constexpr int kPerUnit = kBytes / 4, kBatch = 4;
+  using Unit = std::conditional_t<kPerUnit == 4, uint4, uint32_t>;
+  const int rows = int(tile.rows);
+  for_each_window_column<kPerUnit>(tile, window_skew(tile, 4), warp, lane,
+                                   [&](int row0, int element, int) {
+    Unit* column = reinterpret_cast<Unit*>(slot + element);
+    const int unit_pitch = pitch / kPerUnit;  // the pitch is a multiple of 32 elements
+    for (int row = row0; row < rows; row += kBatch * kProducerWarps) {
+      Unit v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (row + b * kProducerWarps < rows) v[b] = column[(row + b * kProducerWarps) * unit_pitch];
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (row + b * kProducerWarps < rows) {
+          if constexpr (kPerUnit == 4) {
+            column[(row + b * kProducerWarps) * unit_pitch] = Mode::to_words4(v[b], kRound);
+          } else {
+            column[(row + b * kProducerWarps) * unit_pitch] =
+                Mode::to_word(__uint_as_float(v[b]), kRound);
+          }
+        }
+      }
+    }
+  });
 }
 
 // After its own copies land, each thread turns its float32 elements into MMA
@@ -205,17 +246,11 @@ template <class Mode, int kBytes>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
                                int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
-    constexpr int kPerUnit = kBytes / 4;
-    for_each_window_unit<kPerUnit>(tile, window_skew(tile, 4), warp, lane,
-                                   [&](int row, int element, int) {
-      typename Mode::Word* word = slot + row * pitch + element;
-      if constexpr (kPerUnit == 4) {
-        uint4* v = reinterpret_cast<uint4*>(word);
-        *v = Mode::to_words4(*v, round);
-      } else {
-        *word = Mode::to_word(__uint_as_float(*word), round);
-      }
-    });
+    if (round == mma::Round::kNearest) {
+      convert_window_as<Mode, kBytes, mma::Round::kNearest>(slot, tile, pitch, warp, lane);
+    } else {
+      convert_window_as<Mode, kBytes, mma::Round::kTowardZero>(slot, tile, pitch, warp, lane);
+    }
   }
 }
 
