@@ -9,7 +9,8 @@
 // operand words -- while 12 consumer warps multiply earlier stages. Each consumer
 // warp owns 16 pixels x 96 channels; A fragments are gathered straight from the
 // window (the im2col exists only in registers), and results leave as fp32
-// accumulators + bias, straight to global memory.
+// accumulators + bias: straight to global memory for float32 outputs, through a
+// shared-memory transpose for 16-bit ones.
 //
 // Two engines run the MMAs: warp-level mma.sync (sm_80+, the portable path) and,
 // on Hopper, warpgroup wgmma (sm_90a), which reads B from shared memory itself and
@@ -78,6 +79,17 @@ __device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
   return (warp * kMTiles + mt) * 16 + h * 8 + g;
 }
 
+// Where strip-local pixel q of a tile lands in the output, and its row in the
+// tile's window (in output rows from the tile's first).
+struct PixelPlace {
+  int64_t out, oy_in_tile, x;
+};
+__device__ __forceinline__ PixelPlace place_pixel(const Tile& tile, const Problem& p, int64_t q) {
+  const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
+  return {tile.n * p.out_stride[0] + oy * p.out_stride[2] + (tile.x0 + x) * p.out_stride[3],
+          oy - tile.oy0, x};
+}
+
 template <bool kWgmma, int kElemBytes>
 __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Problem& p,
                                 int warp, int g) {
@@ -92,10 +104,9 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
       r.window[mt][h] = 0;
       r.out[mt][h] = -1;
       if (local < plan.tile_pixels && q < tile.q_end) {
-        const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
-        r.window[mt][h] = int((oy - tile.oy0) * kStride * plan.pitch + skew + x * kStride);
-        r.out[mt][h] = tile.n * p.out_stride[0] + oy * p.out_stride[2] +
-                       (tile.x0 + x) * p.out_stride[3];
+        const PixelPlace place = place_pixel(tile, p, q);
+        r.window[mt][h] = int(place.oy_in_tile * kStride * plan.pitch + skew + place.x * kStride);
+        r.out[mt][h] = place.out;
       }
     }
   }
@@ -337,9 +348,7 @@ __device__ void store_tile_staged(float (&acc)[kMTiles][mma::kNTiles][4], uint16
     const int local = group * 64 + half * 32 + lane;
     const int64_t q = tile.q_begin + local;
     if (local >= plan.tile_pixels || q >= tile.q_end) continue;
-    const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
-    const int64_t base = tile.n * p.out_stride[0] + oy * p.out_stride[2] +
-                         (tile.x0 + x) * p.out_stride[3];
+    const int64_t base = place_pixel(tile, p, q).out;
     const uint16_t* from = block + (half * 32 + lane) * kStagedPitch;
 #pragma unroll 8
     for (int c = 0; c < kChannelsPerWarp; ++c) {
@@ -347,6 +356,23 @@ __device__ void store_tile_staged(float (&acc)[kMTiles][mma::kNTiles][4], uint16
       out[base + ch * p.out_stride[1]] = from[ch];
     }
   }
+}
+
+// Producer warps: issues the copies of stage `at` (if there is one) into its slot
+// as one cp.async group, and moves on to the next stage. `wait_for_slot`: the
+// consumers may still be reading that slot (false only before the ring exists).
+template <class Mode, int kUnitBytes>
+__device__ void issue_stage(const Problem& p, const TilePlan& plan, typename Mode::Word* slots,
+                            RingBarriers& ring, StageCursor& at, RingPos& pos, bool wait_for_slot,
+                            int warp, int lane) {
+  if (at.valid(plan)) {
+    if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    issue_window_async<Mode, kUnitBytes>(slots + pos.slot * kSlotElems, p, at.tile, at.channel,
+                                         int(plan.pitch), warp, lane);
+  }
+  copy_async_commit();  // possibly empty: one group per stage keeps the wait count fixed
+  at.advance(plan);
+  pos.advance();
 }
 
 // Producer warps, fp32 and aligned 16-bit windows: copies run one stage ahead of
@@ -365,14 +391,7 @@ __device__ void produce_async(const Problem& p, const TilePlan& plan,
     barrier_arrive(&ring.full[convert_pos.slot]);
     convert_at.advance(plan);
     convert_pos.advance();
-    if (copy_at.valid(plan)) {
-      barrier_wait(&ring.empty[copy_pos.slot], copy_pos.phase ^ 1);
-      issue_window_async<Mode, kUnitBytes>(slots + copy_pos.slot * kSlotElems, p, copy_at.tile,
-                                           copy_at.channel, pitch, warp, lane);
-    }
-    copy_async_commit();  // possibly empty: one group per stage keeps the wait count fixed
-    copy_at.advance(plan);
-    copy_pos.advance();
+    issue_stage<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, true, warp, lane);
   }
 }
 
@@ -471,14 +490,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   if constexpr (kAsync) {
     if (producer) {
       for (int s = 0; s < kStages - 1; ++s) {
-        if (copy_at.valid(plan)) {
-          issue_window_async<Mode, kUnitBytes>(slots + copy_pos.slot * kSlotElems, p,
-                                               copy_at.tile, copy_at.channel, int(plan.pitch),
-                                               producer_warp, lane);
-        }
-        copy_async_commit();
-        copy_at.advance(plan);
-        copy_pos.advance();
+        issue_stage<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, false,
+                                      producer_warp, lane);
       }
     }
   }

@@ -219,20 +219,20 @@ __device__ void convert_window_as(typename Mode::Word* slot, const Tile& tile, i
     Unit* column = reinterpret_cast<Unit*>(slot + element);
     const int unit_pitch = pitch / kPerUnit;  // the pitch is a multiple of 32 elements
     for (int row = row0; row < rows; row += kBatch * kProducerWarps) {
+      Unit* at = column + row * unit_pitch;
+      constexpr int kStep = kProducerWarps;  // rows between a thread's units in a column
       Unit v[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if (row + b * kProducerWarps < rows) v[b] = column[(row + b * kProducerWarps) * unit_pitch];
+        if (row + b * kStep < rows) v[b] = at[b * kStep * unit_pitch];
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if (row + b * kProducerWarps < rows) {
-          if constexpr (kPerUnit == 4) {
-            column[(row + b * kProducerWarps) * unit_pitch] = Mode::to_words4(v[b], kRound);
-          } else {
-            column[(row + b * kProducerWarps) * unit_pitch] =
-                Mode::to_word(__uint_as_float(v[b]), kRound);
-          }
+        if (row + b * kStep >= rows) continue;
+        if constexpr (kPerUnit == 4) {
+          at[b * kStep * unit_pitch] = Mode::to_words4(v[b], kRound);
+        } else {
+          at[b * kStep * unit_pitch] = Mode::to_word(__uint_as_float(v[b]), kRound);
         }
       }
     }
