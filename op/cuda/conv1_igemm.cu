@@ -85,7 +85,7 @@ struct PixelPlace {
   int64_t out, oy_in_tile, x;
 };
 __device__ __forceinline__ PixelPlace place_pixel(const Tile& tile, const Problem& p, int64_t q) {
-  const int64_t oy = div_nonneg(q, tile.width), x = q - oy * tile.width;
+  const int64_t oy = tile.by_width(q), x = q - oy * tile.width;
   return {tile.n * p.out_stride[0] + oy * p.out_stride[2] + (tile.x0 + x) * p.out_stride[3],
           oy - tile.oy0, x};
 }
@@ -126,12 +126,13 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   bool infinite_weight = false;
   for (int c = 0; c < kInChannels; ++c) {
     const Raw* wc = weight + c * p.weight_stride[1];
+    // Padding taps (121..127) read tap 120 and select 0: a load under a branch
+    // would keep the unrolled loop below from putting its loads in flight together.
     const auto tap_value = [&](int n, int step, int col) {
-      const int tap = step * 16 + col;
-      const Raw v = tap < kTapsPerChannel
-                        ? __ldg(wc + n * p.weight_stride[0] + (tap / kKernel) * p.weight_stride[2] +
-                                (tap % kKernel) * p.weight_stride[3])
-                        : Raw(0);
+      const int tap = step * 16 + col, real = min(tap, kTapsPerChannel - 1);
+      const Raw loaded = __ldg(wc + n * p.weight_stride[0] + (real / kKernel) * p.weight_stride[2] +
+                               (real % kKernel) * p.weight_stride[3]);
+      const Raw v = tap < kTapsPerChannel ? loaded : Raw(0);
       if constexpr (std::is_same_v<Raw, float>) infinite_weight |= isinf(v);
       return v;
     };
@@ -139,8 +140,9 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
       // Word by word into 8x16-byte core matrices (see conv1_wgmma.cuh): a block
       // row is 32 bytes = 8 words per output channel.
       constexpr int kUnits = 8, kPerStep = kOutChannels * kUnits;
-      // Fully unrolled (12 words per thread): every weight load in flight at once.
-#pragma unroll
+      // Unrolled 4 times (12 words per thread), so several words' loads are in
+      // flight together; fully unrolled, the fp32 kernels spill registers.
+#pragma unroll 4
       for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
         const int step = e / kPerStep, n = (e / kUnits) % kOutChannels, unit = e % kUnits;
         const auto w = [&](int n_, int col) { return tap_value(n_, step, col); };

@@ -9,6 +9,7 @@
 // For 224x224 inputs this is one strip of 55 columns and 192-pixel tiles.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "../conv1_geometry.h"
@@ -36,11 +37,38 @@ constexpr int kTilePixels = 16 * kConsumerWarps;
 constexpr int kStages = 3;
 constexpr int kSlotElems = 6912;
 
+// n / d for n >= 0 and a divisor d >= 1 fixed when the plan is made. GPUs have no
+// integer divider: a 32-bit division is ~20 instructions and a 64-bit one a call of
+// ~70, and tile decoding divides several times per tile in every thread. Where n and
+// d are below 2^31 (always, in practice) this is a multiply-high, an add and a shift
+// with a magic number m = 2^32 (2^s - d) / d + 1, s = ceil(log2 d)
+// ("division by invariant integers", Granlund & Montgomery, as in PyTorch's IntDivider).
+struct Divider {
+  int64_t divisor = 1;
+  uint32_t magic = 1, shift = 0;
+  Divider() = default;
+  explicit Divider(int64_t d) : divisor(d) {  // d >= 1
+    if (d >= (int64_t(1) << 31)) return;      // always the plain division
+    while ((int64_t(1) << shift) < d) ++shift;
+    magic = uint32_t((uint64_t(1) << 32) * ((uint64_t(1) << shift) - uint64_t(d)) / uint64_t(d) + 1);
+  }
+  ALEXCONV_HOST_DEVICE int64_t operator()(int64_t n) const {
+    if (((n | divisor) >> 31) == 0) {
+      const uint32_t high = uint32_t((uint64_t(uint32_t(n)) * magic) >> 32);
+      return int64_t((high + uint32_t(n)) >> shift);  // high + n < 2^32 as n < 2^31
+    }
+    return n / divisor;
+  }
+};
+
 struct TilePlan {
   int64_t out_h = 0, out_w = 0;
   int64_t strips = 0, tiles_per_strip = 0, tile_pixels = 0;
   int64_t pitch = 0;  // row pitch of a window in shared memory, in elements
   int64_t tiles = 0;  // batch * strips * tiles_per_strip
+  // Dividers by strips * tiles_per_strip, tiles_per_strip, strips, and the two
+  // strip widths.
+  Divider by_per_image, by_tiles_per_strip, by_strips, by_narrow, by_wide;
 };
 
 struct Tile {
@@ -49,6 +77,7 @@ struct Tile {
   int64_t q_begin = 0, q_end = 0;   // strip-local pixel numbers [q_begin, q_end)
   int64_t oy0 = 0;                  // first output row
   int64_t rows = 0, cols = 0;       // input window; rows == 0 for an empty tile
+  Divider by_width;
 };
 
 ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
@@ -69,21 +98,16 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
   return int(((ix0 % per_unit) + per_unit) % per_unit);
 }
 
-// a / b for a >= 0, b > 0: in 32 bits where both fit (always, in practice), as GPUs
-// have no 64-bit divider (the 64-bit routine is a call of ~70 instructions).
-ALEXCONV_HOST_DEVICE inline int64_t div_nonneg(int64_t a, int64_t b) {
-  return ((a | b) >> 32) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
-}
-
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
-  const int64_t per_image = plan.strips * plan.tiles_per_strip;
-  t.n = div_nonneg(index, per_image);
-  const int64_t in_image = index - t.n * per_image;
-  const int64_t strip = div_nonneg(in_image, plan.tiles_per_strip);
+  t.n = plan.by_per_image(index);
+  const int64_t in_image = index - t.n * plan.by_per_image.divisor;
+  const int64_t strip = plan.by_tiles_per_strip(in_image);
   const int64_t in_strip = in_image - strip * plan.tiles_per_strip;
-  t.x0 = div_nonneg(strip * plan.out_w, plan.strips);
-  t.width = div_nonneg((strip + 1) * plan.out_w, plan.strips) - t.x0;
+  t.x0 = plan.by_strips(strip * plan.out_w);
+  t.width = plan.by_strips((strip + 1) * plan.out_w) - t.x0;
+  // Strips are out_w / strips columns wide, or one more.
+  t.by_width = t.width == plan.by_narrow.divisor ? plan.by_narrow : plan.by_wide;
   const int64_t strip_pixels = plan.out_h * t.width;
   t.q_begin = in_strip * plan.tile_pixels;
   t.q_end = t.q_begin + plan.tile_pixels < strip_pixels ? t.q_begin + plan.tile_pixels
@@ -92,8 +116,8 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index
     t.q_end = t.q_begin;
     return t;
   }
-  t.oy0 = div_nonneg(t.q_begin, t.width);
-  t.rows = window_extent(div_nonneg(t.q_end - 1, t.width) - t.oy0 + 1);
+  t.oy0 = t.by_width(t.q_begin);
+  t.rows = window_extent(t.by_width(t.q_end - 1) - t.oy0 + 1);
   t.cols = window_extent(t.width);
   return t;
 }
@@ -145,6 +169,14 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   best.tile_pixels = chosen;
   best.tiles_per_strip = (out_h * widest + best.tile_pixels - 1) / best.tile_pixels;
   best.tiles = batch * best.strips * best.tiles_per_strip;
+  // An empty output (no tiles) never divides: 1 keeps the dividers well defined.
+  const auto divider = [](int64_t d) { return Divider(std::max<int64_t>(d, 1)); };
+  const int64_t narrow = best.strips > 0 ? out_w / best.strips : 0;
+  best.by_per_image = divider(best.strips * best.tiles_per_strip);
+  best.by_tiles_per_strip = divider(best.tiles_per_strip);
+  best.by_strips = divider(best.strips);
+  best.by_narrow = divider(narrow);
+  best.by_wide = divider(narrow + 1);
   return best;
 }
 

@@ -2,7 +2,8 @@
 // plain C++ shared with the kernel): for each shape given as "N H W" on stdin,
 // every output pixel belongs to exactly one tile, every tile's input window fits a
 // shared-memory slot (its copy units and skew included) and stays inside the image's
-// window, and pitches are 32-aligned.
+// window, and pitches are 32-aligned. First, the plan's Divider against plain
+// division, near every power of two and past the 2^31 limit of its fast path.
 // Prints "ok" or the first violation; run by tests/test_tiling.py.
 #include <cstdio>
 #include <vector>
@@ -12,7 +13,29 @@
 using namespace alexconv;
 using namespace alexconv::cuda;
 
+bool dividers_ok() {
+  std::vector<int64_t> values;
+  for (int64_t v = 0; v < 3000; ++v) values.push_back(v);
+  for (int bit = 2; bit <= 40; ++bit) {
+    for (int64_t delta = -3; delta <= 3; ++delta) values.push_back((int64_t(1) << bit) + delta);
+  }
+  for (int64_t v = 3; v < (int64_t(1) << 31); v = v * 7 + 5) values.push_back(v);
+  for (int64_t d : values) {
+    if (d < 1) continue;
+    const Divider by(d);
+    for (int64_t n : values) {
+      if (by(n) != n / d) {
+        std::printf("Divider(%lld)(%lld) = %lld, not %lld\n", (long long)d, (long long)n,
+                    (long long)by(n), (long long)(n / d));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 int main() {
+  if (!dividers_ok()) return 1;
   long n, h, w, sms;
   while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
     const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
