@@ -335,7 +335,8 @@ def parse_args(argv=None):
     p.add_argument("--sizes", type=int, nargs="+", help="input H=W (default 224), e.g. 224 227 256 512")
     p.add_argument("--contenders", nargs="+", metavar="SUBSTR",
                    help=f"keep contenders whose name contains any SUBSTR (case-insensitive); '{BASELINE}' always runs")
-    p.add_argument("--quick", action="store_true", help="batch 256, size 224 only, shorter timing")
+    p.add_argument("--quick", action="store_true",
+                   help="shorter timing; batch 256 and size 224 unless --batches/--sizes say otherwise")
     p.add_argument("--compile-modes", nargs="+", default=[], metavar="MODE",
                    help="torch.compile modes to run besides 'default', e.g. max-autotune (slow to compile)")
     p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=True,
@@ -353,8 +354,6 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     args.batches = args.batches or ([256] if args.quick else [1, 8, 64, 256, 1024])
     args.sizes = args.sizes or [224]
-    if args.quick:
-        args.batches, args.sizes = [256], [224]
     args.warmup_ms = args.warmup_ms or (10.0 if args.quick else 25.0)
     args.rep_ms = args.rep_ms or (50.0 if args.quick else 200.0)
     args.compile_modes = list(dict.fromkeys(["default", *args.compile_modes]))

@@ -46,16 +46,16 @@ for step in "${steps[@]}"; do
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     profile)
-      # Hardware counters for one mode's kernel at batch 256 (PROFILE_MODE, default fp32),
-      # plus per-SASS-instruction stall samples (CSV) to read back on the CPU machine.
-      mode=${PROFILE_MODE:-fp32}
-      run_step "ncu-summary-$mode" ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 \
+      # Hardware counters for one mode's kernel (PROFILE_MODE, default fp32; PROFILE_BATCH,
+      # default 256), plus per-SASS-instruction stall samples (CSV) to read back on the CPU machine.
+      mode=${PROFILE_MODE:-fp32} batch=${PROFILE_BATCH:-256}
+      run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 \
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section WarpStateStats --section SchedulerStats --section InstructionStats \
-        --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py "$mode"
+        --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py "$mode" --batch "$batch"
       ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
-        python3 scripts/profile_kernel.py "$mode" > "$OUT/ncu-source-$mode.csv" 2>&1 ;;
+        python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
