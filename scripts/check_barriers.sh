@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Each implicit-GEMM kernel must hold exactly one CTA-wide reduction barrier
+# (BAR.RED, from __syncthreads_or at the end of its prologue) in its SASS.
+# Session 4 found ptxas splitting it into one copy per warp role (consumers
+# and producers reach different copies) in a build whose fp32 kernels then
+# hung on the device; a one-copy build of the same logic ran. See
+# docs/perf-notes.md, v8.
+#
+#   bash scripts/check_barriers.sh [binary]   (default: the installed libalexconv.so)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+binary=${1:-$(python3 -c "import alexconv; print(alexconv.library_path())")}
+cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
+if [[ ! -x $cuobjdump ]]; then echo "== barrier check skipped: no cuobjdump"; exit 0; fi
+"$cuobjdump" --dump-sass "$binary" | awk '
+  /Function :/ { name = $3; if (name ~ /conv1_igemm_kernel/) count[name] = 0 }
+  /BAR\.RED/ && (name in count) { count[name]++ }
+  END {
+    kernels = 0; bad = 0
+    for (k in count) { kernels++; if (count[k] != 1) { bad++; print "  " count[k] " BAR.RED in " k } }
+    if (kernels == 0) { print "no conv1_igemm kernels in the binary"; exit 1 }
+    printf "%d implicit-GEMM kernels, %d with other than one BAR.RED\n", kernels, bad
+    exit bad > 0
+  }'
