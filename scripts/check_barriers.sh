@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Each implicit-GEMM kernel must hold exactly one CTA-wide reduction barrier
-# (BAR.RED, from __syncthreads_or at the end of its prologue) in its SASS.
-# Session 4 found ptxas splitting it into one copy per warp role (consumers
-# and producers reach different copies) in a build whose fp32 kernels then
-# hung on the device; a one-copy build of the same logic ran. See
-# docs/perf-notes.md, v8.
+# (BAR.RED, from __syncthreads_or at the end of its prologue) in its SASS. ptxas
+# can split it into one copy per warp role (consumers and producers reaching
+# different copies); a build where it did hung every fp32 call on the device,
+# while a one-copy build of the same logic ran (docs/perf-notes.md, v8).
 #
 #   bash scripts/check_barriers.sh [binary]   (default: the installed libalexconv.so)
 set -euo pipefail
