@@ -34,7 +34,9 @@ namespace cuda {
 namespace {
 
 constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
-constexpr int kTapsPerChannel = kKernel * kKernel;
+using mma::kTapsPerChannel;
+static_assert(kTapsPerChannel == kKernel * kKernel && kStride % 2 == 0 && kPad % 2 == 0,
+              "the paired K order (conv1_mma.cuh) needs even window columns");
 constexpr int kMTiles = 1;                   // m16 row tiles per warp (16 pixels)
 
 // A warpgroup's 64-pixel x 96-channel output block, staged pixel-major. A pixel
@@ -52,7 +54,8 @@ struct SmemLayout {
   static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
   static constexpr size_t kKoffAt = kB;
   static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
-  static constexpr size_t kRingAt = kBiasAt + kOutChannels * sizeof(float);
+  static constexpr size_t kTapsAt = kBiasAt + kOutChannels * sizeof(float);
+  static constexpr size_t kRingAt = kTapsAt + kSteps * 16;
   static constexpr size_t kSlotsAt = kRingAt + sizeof(RingBarriers);
   static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
   // 16-bit outputs leave through shared memory (see store_tile_staged); float32
@@ -113,6 +116,12 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
   return r;
 }
 
+// The tap that col c (a k index, 0..15) of a step multiplies, in the K order of conv1_mma.cuh.
+template <class Mode>
+__device__ __forceinline__ int step_tap(int step, int c) {
+  return mma::paired_tap(step * 8 + Mode::pair(c), Mode::member(c));
+}
+
 // Packs B (all channels, in the engine's layout) straight from the weight
 // tensor (any strides; the 139 KB of weights come from L2 after the first CTA),
 // then the tap-offset table and the bias. The window copies of the first stage
@@ -120,16 +129,19 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
 // (toward zero where some weight is infinite: see mma::Round).
 template <class Mode, DType T, bool kWgmma>
 __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                        float* bias, int tid) {
+                                        float* bias, uint8_t* k_taps, int tid) {
   using Raw = typename Mode::Raw;
   const Raw* weight = static_cast<const Raw*>(p.weight);
+  // The K order as a table: one shared-memory read per packed weight instead of its arithmetic.
+  if (tid < kSteps * 16) k_taps[tid] = uint8_t(step_tap<Mode>(tid / 16, tid % 16));
+  __syncthreads();
   bool infinite_weight = false;
   for (int c = 0; c < kInChannels; ++c) {
     const Raw* wc = weight + c * p.weight_stride[1];
     // Padding taps (121..127) read tap 120 and select 0: a load under a branch
     // would keep the unrolled loop below from putting its loads in flight together.
     const auto tap_value = [&](int n, int step, int col) {
-      const int tap = step * 16 + col, real = min(tap, kTapsPerChannel - 1);
+      const int tap = k_taps[step * 16 + col], real = min(tap, kTapsPerChannel - 1);
       const Raw loaded = __ldg(wc + n * p.weight_stride[0] + (real / kKernel) * p.weight_stride[2] +
                                (real % kKernel) * p.weight_stride[3]);
       const Raw v = tap < kTapsPerChannel ? loaded : Raw(0);
@@ -172,7 +184,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
     int off[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int tap = step * 16 + Mode::col(t, j);
+      const int tap = k_taps[step * 16 + Mode::col(t, j)];
       off[j] = tap < kTapsPerChannel ? (tap / kKernel) * pitch + tap % kKernel : 0;
     }
     koff[tid] = make_int4(off[0], off[1], off[2], off[3]);
@@ -194,29 +206,73 @@ struct StepWords {
   typename Mode::Word x[kMTiles][2][4];
 };
 
+// A pair of adjacent window words, loaded as one (see the K order in conv1_mma.cuh).
+template <class Word>
+struct WordPair {
+  using Vector = std::conditional_t<sizeof(Word) == 2, uint32_t, uint2>;
+  __device__ static void load(const Word* at, Word& first, Word& second) {
+    const Vector v = *reinterpret_cast<const Vector*>(at);
+    if constexpr (sizeof(Word) == 2) {
+      first = Word(v & 0xffffu);
+      second = Word(v >> 16);
+    } else {
+      first = v.x;
+      second = v.y;
+    }
+  }
+};
+
+// The step's words: pairs (cols j = 0, 1 and 2, 3 at k4.x and k4.z) in the
+// paired steps, tap by tap in the last.
 template <class Mode>
 __device__ __forceinline__ void load_step(StepWords<Mode>& s, const typename Mode::Word* window,
-                                          const PixelRows& rows, int4 k4) {
+                                          const PixelRows& rows, int4 k4, int step) {
   const int ko[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
+      const typename Mode::Word* at = window + rows.window[mt][h];
+      if (step < mma::kPairedSteps) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) s.x[mt][h][j] = window[rows.window[mt][h] + ko[j]];
+        for (int j = 0; j < 4; j += 2) {
+          WordPair<typename Mode::Word>::load(at + ko[j], s.x[mt][h][j], s.x[mt][h][j + 1]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) s.x[mt][h][j] = at[ko[j]];
+      }
+    }
 }
 
-// The step's A fragments from its words. Taps 121..127 of the last step are
-// padding: A is zeroed there (B is zero too, but an input of inf would give NaN).
+// Padding taps sit in the last two steps only. Bit (step - kFirstPaddedStep) * 4 + j
+// says the thread's col j is padding there; computed once per thread, so the K
+// order's arithmetic stays out of the multiply loop.
+constexpr int kFirstPaddedStep = mma::kAdjacentPairs / 8;
+template <class Mode>
+__device__ uint32_t padding_cols(int t) {
+  uint32_t mask = 0;
+  for (int step = kFirstPaddedStep; step < kSteps; ++step) {
+    for (int j = 0; j < 4; ++j) {
+      if (step_tap<Mode>(step, Mode::col(t, j)) >= kTapsPerChannel) {
+        mask |= 1u << ((step - kFirstPaddedStep) * 4 + j);
+      }
+    }
+  }
+  return mask;
+}
+
+// The step's A fragments from its words. A is zeroed at padding taps (B is zero
+// there too, but an input of inf would give NaN).
 template <class Mode>
 __device__ __forceinline__ void make_step_a(typename Mode::A (&a)[kMTiles], StepWords<Mode>& s,
-                                            int step, int t) {
+                                            int step, uint32_t padding) {
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
-    if (step == kSteps - 1) {
+    if (step >= kFirstPaddedStep) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if ((kSteps - 1) * 16 + Mode::col(t, j) >= kTapsPerChannel) {
+        if ((padding >> ((step - kFirstPaddedStep) * 4 + j)) & 1) {
           s.x[mt][0][j] = typename Mode::Word(0);
           s.x[mt][1][j] = typename Mode::Word(0);
         }
@@ -233,19 +289,20 @@ template <class Mode>
 __device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTiles][4],
                                                  const typename Mode::Word* window,
                                                  const uint4* b_channel, const int4* koff,
-                                                 const PixelRows& rows, int lane) {
+                                                 const PixelRows& rows, uint32_t padding,
+                                                 int lane) {
   const int t = lane & 3;
   StepWords<Mode> cur, nxt;
-  load_step<Mode>(cur, window, rows, koff[t]);
+  load_step<Mode>(cur, window, rows, koff[t], 0);
   int4 k_next = koff[4 + t];
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     if (step + 1 < kSteps) {
-      load_step<Mode>(nxt, window, rows, k_next);
+      load_step<Mode>(nxt, window, rows, k_next, step + 1);
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
     typename Mode::A a[kMTiles];
-    make_step_a<Mode>(a, cur, step, t);
+    make_step_a<Mode>(a, cur, step, padding);
     const uint4* b_step = b_channel + step * Mode::kChunks * 32 + lane;
 #pragma unroll
     for (int chunk = 0; chunk < Mode::kChunks; ++chunk) {
@@ -264,19 +321,20 @@ template <class Mode>
 __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma::kNTiles][4],
                                                        const typename Mode::Word* window,
                                                        uint32_t b_channel, const int4* koff,
-                                                       const PixelRows& rows, int lane) {
+                                                       const PixelRows& rows, uint32_t padding,
+                                                 int lane) {
   const int t = lane & 3;
   StepWords<Mode> cur, nxt;
-  load_step<Mode>(cur, window, rows, koff[t]);
+  load_step<Mode>(cur, window, rows, koff[t], 0);
   int4 k_next = koff[4 + t];
   typename Mode::A a[2][kMTiles];  // [step parity][m-tile]
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     if (step + 1 < kSteps) {
-      load_step<Mode>(nxt, window, rows, k_next);
+      load_step<Mode>(nxt, window, rows, k_next, step + 1);
       if (step + 2 < kSteps) k_next = koff[(step + 2) * 4 + t];
     }
-    make_step_a<Mode>(a[step & 1], cur, step, t);
+    make_step_a<Mode>(a[step & 1], cur, step, padding);
     wgmma::fence();
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -427,6 +485,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
   RingPos pos;
   PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
   float acc[kMTiles][mma::kNTiles][4] = {};
+  const uint32_t padding = padding_cols<Mode>(lane & 3);
   while (at.valid(plan)) {
     barrier_wait(&ring.full[pos.slot], pos.phase);
     __syncwarp();  // the warp-collective MMAs need the whole warp back together
@@ -435,10 +494,10 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
       multiply_channel_wgmma<Mode>(
           acc, window,
           smem_address(b_frag) + at.channel * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes, koff,
-          rows, lane);
+          rows, padding, lane);
     } else {
       multiply_channel<Mode>(acc, window, b_frag + at.channel * kSteps * Mode::kChunks * 32, koff,
-                             rows, lane);
+                             rows, padding, lane);
     }
     barrier_arrive(&ring.empty[pos.slot]);
     pos.advance();
@@ -474,6 +533,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   uint4* b_frag = reinterpret_cast<uint4*>(smem);
   int4* koff = reinterpret_cast<int4*>(smem + Layout::kKoffAt);
   float* bias = reinterpret_cast<float*>(smem + Layout::kBiasAt);
+  uint8_t* k_taps = smem + Layout::kTapsAt;
   RingBarriers& ring = *reinterpret_cast<RingBarriers*>(smem + Layout::kRingAt);
   Word* slots = reinterpret_cast<Word*>(smem + Layout::kSlotsAt);
 
@@ -499,7 +559,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   }
   // Ends in a CTA barrier, which also publishes the ring's initialisation.
   const mma::Round input_round =
-      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, tid);
+      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps, tid);
   if (!producer) {
     consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
                              reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);

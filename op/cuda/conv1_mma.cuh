@@ -112,6 +112,39 @@ __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, u
 // Column j of an m16n8k16 step is 2t, 2t+1, 2t+8, 2t+9.
 __device__ __forceinline__ int col_k16(int t, int j) { return 2 * t + (j & 1) + (j >> 1) * 8; }
 
+// The K order: which tap (ky * 11 + kx; 121 and up: padding) each of a channel's
+// 128 k indices multiplies. A thread's cols j = 0, 1 and j = 2, 3 of a step are
+// pairs (each mode maps col -> pair slot and member). Pairs 0..54 are the
+// neighbouring taps (ky, kx), (ky, kx + 1) with kx even: every pixel's window
+// column is even (stride 4, pad 2, even skews), so such a pair is one aligned
+// 4-byte (16-bit words) or 8-byte (32-bit words) load from the window. Pairs 56..61
+// hold the 11 taps of column kx = 10 and are loaded tap by tap; 55, 62 and 63 pad.
+constexpr int kTapsPerChannel = 121;
+constexpr int kAdjacentPairs = 55;  // 11 rows x 5
+constexpr int kPairedSteps = 7;     // steps 0..6 (pairs 0..55) load pairs; step 7 taps
+__host__ __device__ constexpr int paired_tap(int pair, int member) {
+  if (pair < kAdjacentPairs) return (pair / 5) * 11 + 2 * (pair % 5) + member;
+  const int odd = 2 * (pair - kAdjacentPairs - 1) + member;
+  return pair > kAdjacentPairs && odd < 11 ? odd * 11 + 10 : kTapsPerChannel;
+}
+// Every tap exactly once, padding only past the adjacent pairs.
+constexpr bool k_order_is_complete() {
+  int seen[kTapsPerChannel] = {};
+  for (int k = 0; k < 128; ++k) {
+    const int tap = paired_tap(k / 2, k % 2);
+    if (tap > kTapsPerChannel || (tap == kTapsPerChannel && k / 2 < kAdjacentPairs)) return false;
+    if (tap < kTapsPerChannel && seen[tap]++) return false;
+  }
+  for (int tap = 0; tap < kTapsPerChannel; ++tap) {
+    if (!seen[tap]) return false;
+  }
+  return kPairedSteps * 8 == kAdjacentPairs + 1;
+}
+static_assert(k_order_is_complete(), "the K order covers each tap once");
+// Pair slot (0..7) and member of k16 col c: (2i, 2i + 1) are pair i.
+__device__ __forceinline__ int k16_pair(int c) { return c >> 1; }
+__device__ __forceinline__ int k16_member(int c) { return c & 1; }
+
 // Window words hold one input element each, already in the MMA's operand format,
 // converted once when the window is staged rather than at every fragment load.
 struct Bf16x3 {
@@ -122,6 +155,8 @@ struct Bf16x3 {
     uint32_t hi[4], lo[4];
   };
   __device__ static int col(int t, int j) { return col_k16(t, j); }
+  __device__ static int pair(int c) { return k16_pair(c); }
+  __device__ static int member(int c) { return k16_member(c); }
   __device__ static Word to_word(float x, Round round) {
     uint32_t hi, lo;
     split_bf16x2(x, 0.f, hi, lo, round);
@@ -181,6 +216,9 @@ struct Tf32 {
   };
   // m16n8k8: cols t, t+4 for the first half-step, 8+t, 12+t for the second.
   __device__ static int col(int t, int j) { return t + 4 * j; }
+  // Cols t and t + 4 of each k8 half are the pair slot (t, or 4 + t) of one thread.
+  __device__ static int pair(int c) { return (c >> 3) * 4 + (c & 3); }
+  __device__ static int member(int c) { return (c >> 2) & 1; }
   __device__ static Word to_word(float x, Round) { return to_tf32(x); }
   __device__ static uint4 to_words4(uint4 v, Round) {
     return make_uint4(to_tf32(__uint_as_float(v.x)), to_tf32(__uint_as_float(v.y)),
@@ -228,6 +266,8 @@ struct Half {
     uint32_t r[4];
   };
   __device__ static int col(int t, int j) { return col_k16(t, j); }
+  __device__ static int pair(int c) { return k16_pair(c); }
+  __device__ static int member(int c) { return k16_member(c); }
   __device__ static Word to_word(uint16_t x, Round) { return x; }
   __device__ static void make_a(A& a, const Word (&x)[2][4]) {
     a.r[0] = pack_u16(x[0][0], x[0][1]);
