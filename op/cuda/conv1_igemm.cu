@@ -322,7 +322,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
                                                        const typename Mode::Word* window,
                                                        uint32_t b_channel, const int4* koff,
                                                        const PixelRows& rows, uint32_t padding,
-                                                 int lane) {
+                                                       int lane) {
   const int t = lane & 3;
   StepWords<Mode> cur, nxt;
   load_step<Mode>(cur, window, rows, koff[t], 0);
