@@ -122,62 +122,116 @@ __device__ __forceinline__ int step_tap(int step, int c) {
   return mma::paired_tap(step * 8 + Mode::pair(c), Mode::member(c));
 }
 
-// Packs B (all channels, in the engine's layout) straight from the weight
-// tensor (any strides; the 139 KB of weights come from L2 after the first CTA),
-// then the tap-offset table and the bias. The window copies of the first stage
-// are already in flight meanwhile. Returns how this launch splits its inputs
-// (toward zero where some weight is infinite: see mma::Round).
-template <class Mode, DType T, bool kWgmma>
-__device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                        float* bias, uint8_t* k_taps, int tid) {
-  using Raw = typename Mode::Raw;
-  const Raw* weight = static_cast<const Raw*>(p.weight);
-  // The K order as a table: one shared-memory read per packed weight instead of its arithmetic.
-  if (tid < kSteps * 16) k_taps[tid] = uint8_t(step_tap<Mode>(tid / 16, tid % 16));
-  __syncthreads();
-  bool infinite_weight = false;
-  for (int c = 0; c < kInChannels; ++c) {
-    const Raw* wc = weight + c * p.weight_stride[1];
-    // Padding taps (121..127) read tap 120 and select 0: a load under a branch
-    // would keep the unrolled loop below from putting its loads in flight together.
-    const auto tap_value = [&](int n, int step, int col) {
-      const int tap = k_taps[step * 16 + col], real = min(tap, kTapsPerChannel - 1);
-      const Raw loaded = __ldg(wc + n * p.weight_stride[0] + (real / kKernel) * p.weight_stride[2] +
-                               (real % kKernel) * p.weight_stride[3]);
-      const Raw v = tap < kTapsPerChannel ? loaded : Raw(0);
-      if constexpr (std::is_same_v<Raw, float>) infinite_weight |= isinf(v);
-      return v;
-    };
-    if constexpr (kWgmma) {
-      // Word by word into 8x16-byte core matrices (see conv1_wgmma.cuh): a block
-      // row is 32 bytes = 8 words per output channel.
-      constexpr int kUnits = 8, kPerStep = kOutChannels * kUnits;
-      // Unrolled 4 times (12 words per thread), so several words' loads are in
-      // flight together; fully unrolled, the fp32 kernels spill registers.
-#pragma unroll 4
-      for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
-        const int step = e / kPerStep, n = (e / kUnits) % kOutChannels, unit = e % kUnits;
-        const auto w = [&](int n_, int col) { return tap_value(n_, step, col); };
-        uint32_t words[Mode::kWgBlocks];
-        Mode::wg_words(w, n, unit, words);
-        unsigned char* step_blocks = reinterpret_cast<unsigned char*>(b_frag) +
-                                     (c * kSteps + step) * Mode::kWgBlocks * wgmma::kBlockBytes +
-                                     wgmma::block_offset(n, 4 * unit);
+// B is packed one input channel per round. A round's raw weights (96 x 121) come
+// in by independent loads, all in flight together -- each thread owns one tap of
+// every fourth output channel, so its addresses step by a constant -- and wait in
+// shared memory: window slots 1 and 2, whose windows are copied only once the
+// constants are ready (slot 0's is in flight). The next channel's loads fly while
+// this one is packed. Packing word by word from global memory instead kept every
+// CTA ~12 us in its prologue (v9 timeline, batch 1).
+constexpr int kRawSlots = kStages - 1;
+constexpr int kTapLanes = 128;                              // threads per output channel, 121 busy
+constexpr int kChannelStep = kTileThreads / kTapLanes;      // output channels loaded at once
+constexpr int kRoundLoads = kOutChannels / kChannelStep;    // loads per thread per round
+static_assert(kTileThreads % kTapLanes == 0 && kOutChannels % kChannelStep == 0 &&
+                  kTapLanes >= kTapsPerChannel,
+              "threads cover a channel's taps and output channels evenly");
+
+// One thread's share of a round's raw weights.
+template <class Raw>
+struct WeightRound {
+  Raw v[kRoundLoads];
+  // Issues the loads for input channel c (any weight strides); they stay in
+  // flight until store().
+  __device__ void load(const Problem& p, int c, int tid) {
+    const int tap = tid % kTapLanes, n = tid / kTapLanes;
+    if (tap >= kTapsPerChannel) return;
+    const Raw* w = static_cast<const Raw*>(p.weight) + n * p.weight_stride[0] +
+                   c * p.weight_stride[1] + (tap / kKernel) * p.weight_stride[2] +
+                   (tap % kKernel) * p.weight_stride[3];
 #pragma unroll
-        for (int b = 0; b < Mode::kWgBlocks; ++b) {
-          *reinterpret_cast<uint32_t*>(step_blocks + b * wgmma::kBlockBytes) = words[b];
-        }
-      }
-    } else {
-      constexpr int kPerStep = Mode::kChunks * 32;
-#pragma unroll 4
-      for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
-        const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
-        const auto w = [&](int n, int col) { return tap_value(n, step, col); };
-        b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
-            Mode::pack_b(w, chunk, lane >> 2, lane & 3);
+    for (int i = 0; i < kRoundLoads; ++i) v[i] = __ldg(w + i * kChannelStep * p.weight_stride[0]);
+  }
+  // Raw weights in shared memory as [output channel][tap].
+  __device__ void store(Raw* raw, int tid) const {
+    const int tap = tid % kTapLanes, n = tid / kTapLanes;
+    if (tap >= kTapsPerChannel) return;
+#pragma unroll
+    for (int i = 0; i < kRoundLoads; ++i) raw[(n + i * kChannelStep) * kTapsPerChannel + tap] = v[i];
+  }
+};
+
+// Packs input channel c's B (in the engine's layout) from its raw weights. Returns
+// whether one of them is infinite.
+template <class Mode, bool kWgmma>
+__device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t* k_taps,
+                             uint4* b_frag, int tid) {
+  using Raw = typename Mode::Raw;
+  bool infinite = false;
+  // Weight of output channel n at col `col` of a step; 0 at padding taps.
+  const auto weight = [&](int step, int n, int col) {
+    const int tap = k_taps[step * 16 + col];
+    const Raw v = tap < kTapsPerChannel ? raw[n * kTapsPerChannel + tap] : Raw(0);
+    if constexpr (std::is_same_v<Raw, float>) infinite |= isinf(v);
+    return v;
+  };
+  if constexpr (kWgmma) {
+    // A block row (see conv1_wgmma.cuh) is 32 bytes = 8 words per output channel,
+    // two 16-byte halves; a thread fills one half of a row in every block of the step.
+    constexpr int kHalves = 2, kItems = kSteps * kOutChannels * kHalves;
+    for (int e = tid; e < kItems; e += kTileThreads) {
+      const int half = e % kHalves, n = (e / kHalves) % kOutChannels;
+      const int step = e / (kHalves * kOutChannels);
+      const auto w = [&](int n_, int col) { return weight(step, n_, col); };
+      uint32_t words[4][Mode::kWgBlocks];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) Mode::wg_words(w, n, half * 4 + u, words[u]);
+      unsigned char* row = reinterpret_cast<unsigned char*>(b_frag) +
+                           (c * kSteps + step) * Mode::kWgBlocks * wgmma::kBlockBytes +
+                           wgmma::block_offset(n, 16 * half);
+#pragma unroll
+      for (int b = 0; b < Mode::kWgBlocks; ++b) {
+        *reinterpret_cast<uint4*>(row + b * wgmma::kBlockBytes) =
+            make_uint4(words[0][b], words[1][b], words[2][b], words[3][b]);
       }
     }
+  } else {
+    constexpr int kPerStep = Mode::kChunks * 32;
+#pragma unroll 2
+    for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
+      const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
+      const auto w = [&](int n, int col) { return weight(step, n, col); };
+      b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
+          Mode::pack_b(w, chunk, lane >> 2, lane & 3);
+    }
+  }
+  return infinite;
+}
+
+// Packs B (all channels), then the tap-offset table and the bias, while stage 0's
+// window copies are in flight. `raw` is scratch for a channel's raw weights.
+// Returns how this launch splits its inputs (toward zero where some weight is
+// infinite: see mma::Round).
+template <class Mode, DType T, bool kWgmma>
+__device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
+                                        float* bias, uint8_t* k_taps, typename Mode::Raw* raw,
+                                        int tid) {
+  using Raw = typename Mode::Raw;
+  static_assert(kOutChannels * kTapsPerChannel * sizeof(Raw) <=
+                    kRawSlots * kSlotElems * sizeof(typename Mode::Word),
+                "a channel's raw weights fit in the free window slots");
+  // The K order as a table: one shared-memory read per packed weight instead of its arithmetic.
+  if (tid < kSteps * 16) k_taps[tid] = uint8_t(step_tap<Mode>(tid / 16, tid % 16));
+  WeightRound<Raw> weights;
+  weights.load(p, 0, tid);
+  bool infinite_weight = false;
+#pragma unroll 1
+  for (int c = 0; c < kInChannels; ++c) {
+    weights.store(raw, tid);
+    __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
+    if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
+    infinite_weight |= pack_channel<Mode, kWgmma>(raw, c, k_taps, b_frag, tid);
+    __syncthreads();  // every read of the raw weights is done before the next store
   }
   if (tid < kSteps * 4) {
     const int step = tid >> 2, t = tid & 3;
@@ -436,7 +490,7 @@ __device__ void issue_stage(const Problem& p, const TilePlan& plan, typename Mod
 }
 
 // Producer warps, fp32 and aligned 16-bit windows: copies run one stage ahead of
-// conversion. The first kStages - 1 stages were issued before B was packed.
+// conversion. The first kStages - 1 stages were issued by the kernel's prologue.
 template <class Mode, int kUnitBytes>
 __device__ void produce_async(const Problem& p, const TilePlan& plan,
                               typename Mode::Word* slots, RingBarriers& ring, StageCursor& copy_at,
@@ -546,20 +600,26 @@ __global__ void __launch_bounds__(kTileThreads, 1)
       barrier_init(&ring.empty[s], kConsumerThreads);
     }
   }
-  // The first windows travel while B is packed (their slots are still empty).
+  // Stage 0's window travels while B is packed; the other slots hold raw weights
+  // meanwhile, so their windows are issued after (all before the ring is in use).
   StageCursor copy_at(plan);
   RingPos copy_pos;
-  if constexpr (kAsync) {
-    if (producer) {
-      for (int s = 0; s < kStages - 1; ++s) {
+  const auto issue_first_stages = [&](int count) {
+    if constexpr (kAsync) {
+      for (int s = 0; s < count && producer; ++s) {
         issue_stage<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, false,
                                       producer_warp, lane);
       }
     }
-  }
+  };
+  issue_first_stages(kStages - kRawSlots);
   // Ends in a CTA barrier, which also publishes the ring's initialisation.
   const mma::Round input_round =
-      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps, tid);
+      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
+                                         reinterpret_cast<typename Mode::Raw*>(
+                                             slots + (kStages - kRawSlots) * kSlotElems),
+                                         tid);
+  issue_first_stages(kRawSlots - 1);
   if (!producer) {
     consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
                              reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
