@@ -5,8 +5,9 @@
 // CTA, the packed weights of all three channels (B) stay in shared memory for the
 // whole run. The warps then split into two roles that meet only at a ring of
 // window slots (conv1_pipeline.cuh): 4 producer warps stage each (tile, input
-// channel) window in a slot -- cp.async or registers, then converted into MMA
-// operand words -- while 12 consumer warps multiply earlier stages. Each consumer
+// channel) window in a slot -- one TMA copy (Hopper), cp.async units or registers,
+// then converted into MMA operand words -- while 12 consumer warps multiply
+// earlier stages. Each consumer
 // warp owns 16 pixels x 96 channels; A fragments are gathered straight from the
 // window (the im2col exists only in registers), and results leave as fp32
 // accumulators + bias: straight to global memory for float32 outputs, through a
@@ -16,6 +17,9 @@
 // on Hopper, warpgroup wgmma (sm_90a), which reads B from shared memory itself and
 // runs asynchronously while the next step's A fragments are gathered.
 #include "conv1_launch.h"
+
+#include <cuda.h>  // CUtensorMap; the driver's encoder is reached through the runtime
+#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,14 +60,16 @@ struct SmemLayout {
   static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
   static constexpr size_t kTapsAt = kBiasAt + kOutChannels * sizeof(float);
   static constexpr size_t kRingAt = kTapsAt + kSteps * 16;
-  static constexpr size_t kSlotsAt = kRingAt + sizeof(RingBarriers);
+  // TMA copies land at 128-byte aligned addresses.
+  static constexpr size_t kSlotsAt = (kRingAt + sizeof(RingBarriers) + 127) / 128 * 128;
   static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
   // 16-bit outputs leave through shared memory (see store_tile_staged); float32
   // modes have no room for that beside their two-part weights.
   static constexpr bool kStagedStores = sizeof(typename Mode::Raw) == 2;
   static constexpr size_t kTotal =
       kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
-  static_assert(kRingAt % 8 == 0 && kSlotsAt % 16 == 0, "barriers and slots stay aligned");
+  static_assert(kRingAt % 8 == 0 && kSlotElems * sizeof(Word) % 128 == 0,
+                "barriers and slots stay aligned");
 };
 
 // Per-thread view of the tile being multiplied: for its 2 m-tiles x 2 rows
@@ -249,7 +255,8 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // B was written through the generic proxy; the tensor cores read it through the async proxy.
-  if constexpr (kWgmma) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  // So were the raw weights in window slots that TMA copies will overwrite.
+  fence_async_proxy();
 #endif
   return __syncthreads_or(infinite_weight) ? mma::Round::kTowardZero : mma::Round::kNearest;
 }
@@ -473,39 +480,57 @@ __device__ void store_tile_staged(float (&acc)[kMTiles][mma::kNTiles][4], uint16
 }
 
 // Producer warps: issues the copies of stage `at` (if there is one) into its slot
-// as one cp.async group, and moves on to the next stage. `wait_for_slot`: the
-// consumers may still be reading that slot (false only before the ring exists).
-template <class Mode, int kUnitBytes>
-__device__ void issue_stage(const Problem& p, const TilePlan& plan, typename Mode::Word* slots,
-                            RingBarriers& ring, StageCursor& at, RingPos& pos, bool wait_for_slot,
-                            int warp, int lane) {
-  if (at.valid(plan)) {
-    if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    issue_window_async<Mode, kUnitBytes>(slots + pos.slot * kSlotElems, p, at.tile, at.channel,
-                                         int(plan.pitch), warp, lane);
+// -- one cp.async group, or one TMA copy by the first producer thread -- and moves
+// on to the next stage. `wait_for_slot`: the consumers may still be reading that
+// slot (false only before the ring exists).
+template <class Mode, Staging kStaging>
+__device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
+                            typename Mode::Word* slots, RingBarriers& ring, StageCursor& at,
+                            RingPos& pos, bool wait_for_slot, int warp, int lane) {
+  if constexpr (kStaging == Staging::kTma) {
+    if (at.valid(plan) && warp == 0 && lane == 0) {
+      if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      issue_window_tma(slots + pos.slot * kSlotElems, window_map, plan, at.tile, at.channel,
+                       &ring.landed[pos.slot]);
+    }
+  } else {
+    if (at.valid(plan)) {
+      if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      issue_window_async<Mode, kStaging == Staging::kCopy16 ? 16 : 4>(
+          slots + pos.slot * kSlotElems, p, at.tile, at.channel, int(plan.pitch), warp, lane);
+    }
+    copy_async_commit();  // possibly empty: one group per stage keeps the wait count fixed
   }
-  copy_async_commit();  // possibly empty: one group per stage keeps the wait count fixed
   at.advance(plan);
   pos.advance();
 }
 
 // Producer warps, fp32 and aligned 16-bit windows: copies run one stage ahead of
 // conversion. The first kStages - 1 stages were issued by the kernel's prologue.
-template <class Mode, int kUnitBytes>
-__device__ void produce_async(const Problem& p, const TilePlan& plan,
+template <class Mode, Staging kStaging>
+__device__ void produce_async(const Problem& p, const void* window_map, const TilePlan& plan,
                               typename Mode::Word* slots, RingBarriers& ring, StageCursor& copy_at,
                               RingPos& copy_pos, mma::Round round, int warp, int lane) {
+  constexpr bool kTma = kStaging == Staging::kTma;
   const int pitch = int(plan.pitch);
   StageCursor convert_at(plan);
   RingPos convert_pos;
   while (convert_at.valid(plan)) {
-    copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
-    convert_window<Mode, kUnitBytes>(slots + convert_pos.slot * kSlotElems, convert_at.tile,
-                                     pitch, warp, lane, round);
+    typename Mode::Word* slot = slots + convert_pos.slot * kSlotElems;
+    if constexpr (kTma) {
+      barrier_wait(&ring.landed[convert_pos.slot], convert_pos.phase);
+    } else {
+      copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
+    }
+    convert_window<Mode, kStaging == Staging::kCopy4 ? 4 : 16>(slot, convert_at.tile, pitch, warp,
+                                                               lane, round);
+    // A later TMA copy overwrites what the conversion wrote.
+    if constexpr (kTma && sizeof(typename Mode::Raw) == 4) fence_async_proxy();
     barrier_arrive(&ring.full[convert_pos.slot]);
     convert_at.advance(plan);
     convert_pos.advance();
-    issue_stage<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, true, warp, lane);
+    issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true, warp,
+                                lane);
   }
 }
 
@@ -576,10 +601,10 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
 
 template <class Mode, DType T, bool kWgmma, Staging kStaging>
 __global__ void __launch_bounds__(kTileThreads, 1)
-    conv1_igemm_kernel(const Problem p, const TilePlan plan) {
+    conv1_igemm_kernel(const Problem p, const TilePlan plan,
+                       const __grid_constant__ CUtensorMap window_map) {
   using Word = typename Mode::Word;
   constexpr bool kAsync = kStaging != Staging::kRegisters;
-  constexpr int kUnitBytes = kStaging == Staging::kCopy16 ? 16 : 4;
   using Layout = SmemLayout<Mode>;
   static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
   static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
@@ -598,8 +623,11 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       barrier_init(&ring.full[s], kProducerThreads);
       barrier_init(&ring.empty[s], kConsumerThreads);
+      barrier_init(&ring.landed[s], 1);
     }
+    barrier_init_fence();
   }
+  __syncthreads();  // the ring exists before a first TMA copy names one of its barriers
   // Stage 0's window travels while B is packed; the other slots hold raw weights
   // meanwhile, so their windows are issued after (all before the ring is in use).
   StageCursor copy_at(plan);
@@ -607,13 +635,13 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   const auto issue_first_stages = [&](int count) {
     if constexpr (kAsync) {
       for (int s = 0; s < count && producer; ++s) {
-        issue_stage<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, false,
-                                      producer_warp, lane);
+        issue_stage<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos, false,
+                                    producer_warp, lane);
       }
     }
   };
   issue_first_stages(kStages - kRawSlots);
-  // Ends in a CTA barrier, which also publishes the ring's initialisation.
+  // Ends in a CTA barrier.
   const mma::Round input_round =
       prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
                                          reinterpret_cast<typename Mode::Raw*>(
@@ -624,8 +652,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
                              reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
   } else if constexpr (kAsync) {
-    produce_async<Mode, kUnitBytes>(p, plan, slots, ring, copy_at, copy_pos, input_round,
-                                    producer_warp, lane);
+    produce_async<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos,
+                                  input_round, producer_warp, lane);
   } else {
     produce_registers<Mode>(p, plan, slots, ring, input_round, producer_warp, lane);
   }
@@ -647,9 +675,70 @@ Staging choose_staging(const Problem& p) {
   return Staging::kRegisters;
 }
 
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+// cuTensorMapEncodeTiled, through the runtime (no link to the driver library);
+// null where the driver lacks it.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+#else
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // the launch check must not report this
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+#endif
+
+// Turns `plan` into a TMA plan with `map` describing the input: every window is
+// copied as one box of whole 16-byte units wide enough for the widest window and
+// its skew (also the slot pitch), by the tallest window's rows. Returns false
+// where TMA cannot take this input (boxes are at most 256 x 256; the driver
+// checks the strides), which then stays on 16-byte cp.async units.
+template <class Mode>
+bool make_tma_plan(const Problem& p, TilePlan& plan, CUtensorMap& map) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  constexpr int64_t kElem = sizeof(typename Mode::Raw), kPerUnit = kCopyBytes / kElem;
+  const int64_t widest = (plan.out_w + plan.strips - 1) / plan.strips;
+  const int64_t box_w = (window_extent(widest) + 2 * (kPerUnit - 1)) / kPerUnit * kPerUnit;
+  const int64_t box_h = max_window_rows(plan.tile_pixels, plan.out_w / plan.strips, plan.out_h);
+  if (box_w > 256 || box_h > 256 || box_w * box_h > kSlotElems) return false;
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
+                              cuuint64_t(p.batch)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.in_stride[2] * kElem),
+                                 cuuint64_t(p.in_stride[1] * kElem),
+                                 cuuint64_t(p.in_stride[0] * kElem)};
+  const cuuint32_t box[4] = {cuuint32_t(box_w), cuuint32_t(box_h), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUresult status = encode(
+      &map, kElem == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
+      const_cast<void*>(p.input), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
+  if (status != CUDA_SUCCESS) return false;
+  plan.pitch = box_w;
+  plan.box_rows = box_h;
+  return true;
+#else
+  (void)p, (void)plan, (void)map;
+  return false;
+#endif
+}
+
 template <class Mode, DType T, bool kWgmma, Staging kStaging>
-cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
-                          cudaStream_t stream) {
+cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const CUtensorMap& window_map,
+                          const DeviceInfo& device, cudaStream_t stream) {
   const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
   const size_t smem = SmemLayout<Mode>::kTotal;
   // The shared-memory opt-in and the occupancy query cost microseconds of host time
@@ -670,23 +759,32 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const DeviceIn
     if (dev < kMaxDevices) blocks_per_sm[dev].store(per_sm, std::memory_order_relaxed);
   }
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
-  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan);
+  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan, window_map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
 template <class Mode, DType T, bool kWgmma>
 cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
-  switch (choose_staging<Mode>(p)) {
+  const Staging staging = choose_staging<Mode>(p);
+  CUtensorMap map{};  // read by TMA kernels only
+  if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
+    TilePlan tma_plan = plan;
+    if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
+      return launch_kernel<Mode, T, kWgmma, Staging::kTma>(p, tma_plan, map, device, stream);
+    }
+  }
+  switch (staging) {
     case Staging::kCopy16:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16>(p, plan, device, stream);
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16>(p, plan, map, device, stream);
     case Staging::kCopy4:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4>(p, plan, device, stream);
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4>(p, plan, map, device, stream);
     case Staging::kRegisters:
       if constexpr (sizeof(typename Mode::Raw) == 2) {
-        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters>(p, plan, device, stream);
+        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters>(p, plan, map, device, stream);
       }
       break;
+    case Staging::kTma: break;  // chosen above, never by choose_staging
   }
   return cudaErrorInvalidValue;
 }

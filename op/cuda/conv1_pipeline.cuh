@@ -1,9 +1,10 @@
 // The ring of window slots between the implicit GEMM's producer warps (which
 // stage and convert one input channel's window per stage) and its consumer
-// warps (which multiply from it). Each slot has two mbarriers: `full` completes
+// warps (which multiply from it). Each slot has three mbarriers: `full` completes
 // when every producer thread has arrived (the window is ready), `empty` when
-// every consumer thread has (the slot may be refilled). Nothing else
-// synchronises the two roles, so copies, conversion, MMAs and epilogues of
+// every consumer thread has (the slot may be refilled), and `landed` when a
+// tensor-memory-access (TMA) copy into the slot has delivered its bytes. Nothing
+// else synchronises the two roles, so copies, conversion, MMAs and epilogues of
 // different stages overlap.
 #pragma once
 
@@ -18,6 +19,7 @@ namespace cuda {
 struct RingBarriers {
   uint64_t full[kStages];
   uint64_t empty[kStages];
+  uint64_t landed[kStages];
 };
 
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
@@ -29,12 +31,54 @@ __device__ __forceinline__ void barrier_init(uint64_t* bar, int arrivals) {
                : "memory");
 }
 
+// Makes initialised barriers visible to the async proxy (TMA's complete_tx).
+__device__ __forceinline__ void barrier_init_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
 // Release: this thread's earlier shared-memory writes (and reads) are ordered
 // before the waiters that see the phase complete.
 __device__ __forceinline__ void barrier_arrive(uint64_t* bar) {
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared.b64 state, [%0];\n}\n" ::"r"(
                    smem_address(bar))
                : "memory");
+}
+
+// Arrives and announces `bytes` of asynchronous copies that will complete the
+// phase along with the arrival (sm_90).
+__device__ __forceinline__ void barrier_arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
+               "r"(bytes)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+// One TMA copy of a 4D box (x, y, channel, image) of `map` into shared memory at
+// `dst`; its bytes complete `bar`'s phase (sm_90).
+__device__ __forceinline__ void tma_load_box(uint32_t dst, const void* map, int x, int y,
+                                             int channel, int image, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(channel), "r"(image), "r"(smem_address(bar))
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
+// Orders this thread's shared-memory accesses through the generic proxy before
+// later ones through the async proxy (TMA copies, wgmma operand reads) (sm_90).
+__device__ __forceinline__ void fence_async_proxy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
 }
 
 // Waits (acquire) until the barrier's phase of the given parity has completed.

@@ -65,6 +65,7 @@ struct TilePlan {
   int64_t out_h = 0, out_w = 0;
   int64_t strips = 0, tiles_per_strip = 0, tile_pixels = 0;
   int64_t pitch = 0;  // row pitch of a window in shared memory, in elements
+  int64_t box_rows = 0;  // TMA staging: rows of every window copy (the largest window's)
   int64_t tiles = 0;  // batch * strips * tiles_per_strip
   // Dividers by strips * tiles_per_strip, tiles_per_strip, strips, and the two
   // strip widths.

@@ -19,9 +19,11 @@ namespace cuda {
 
 // How windows reach shared memory: element loads through registers (16-bit
 // inputs whose rows are not unit-stride, 4-byte-aligned runs), 4-byte cp.async
-// units (one float32 element, any stride; or an aligned 16-bit pair), or 16-byte
-// cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case).
-enum class Staging { kRegisters, kCopy4, kCopy16 };
+// units (one float32 element, any stride; or an aligned 16-bit pair), 16-byte
+// cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case),
+// or, for such rows on Hopper where the window fits a TMA box, one tensor copy per
+// window, issued by one thread (no per-element copy instructions at all).
+enum class Staging { kRegisters, kCopy4, kCopy16, kTma };
 
 // Elements per producer thread of a full slot on the register path.
 constexpr int kLoadsPerThread = kSlotElems / kProducerThreads;
@@ -206,6 +208,24 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
       });
 }
 
+// The whole window as one TMA box of the plan's largest window (rows beyond this
+// tile's land unused); the copy engine zero-fills what lies outside the input.
+// Like a cp.async unit, the box starts 16-byte aligned in global memory (the
+// hardware requires it), so the window sits `window_skew` elements into its rows.
+// One producer thread calls this per stage; `landed` completes with the bytes.
+template <class Word>
+__device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& plan,
+                                 const Tile& tile, int channel, uint64_t* landed) {
+  if (tile.rows == 0) {  // an empty tile (the last of a narrower strip): nothing to copy
+    barrier_arrive(landed);
+    return;
+  }
+  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.pitch * sizeof(Word)));
+  tma_load_box(smem_address(slot), map,
+               int(tile.x0 * kStride - kPad) - window_skew(tile, sizeof(Word)),
+               int(tile.oy0 * kStride - kPad), channel, int(tile.n), landed);
+}
+
 // convert_window with the rounding fixed at compile time. A thread converts
 // kBatch of its units at once, so their shared-memory round trips overlap.
 template <class Mode, int kBytes, mma::Round kRound>
@@ -217,7 +237,7 @@ __device__ void convert_window_as(typename Mode::Word* slot, const Tile& tile, i
   for_each_window_column<kPerUnit>(tile, window_skew(tile, 4), warp, lane,
                                    [&](int row0, int element, int) {
     Unit* column = reinterpret_cast<Unit*>(slot + element);
-    const int unit_pitch = pitch / kPerUnit;  // the pitch is a multiple of 32 elements
+    const int unit_pitch = pitch / kPerUnit;  // pitches are whole units (make_tile_plan, make_tma_plan)
     for (int row = row0; row < rows; row += kBatch * kProducerWarps) {
       Unit* at = column + row * unit_pitch;
       constexpr int kStep = kProducerWarps;  // rows between a thread's units in a column
@@ -239,8 +259,9 @@ __device__ void convert_window_as(typename Mode::Word* slot, const Tile& tile, i
   });
 }
 
-// After its own copies land, each thread turns its float32 elements into MMA
-// words in place (16-bit elements are already in operand format). Whole units
+// After the window lands, each thread turns its float32 elements into MMA words
+// in place (16-bit elements are already in operand format), in units of kBytes
+// (a cp.async thread: exactly the units whose copies it waited for). Whole units
 // are converted, the skew and overhang elements too: the gather never reads those.
 template <class Mode, int kBytes>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
