@@ -18,8 +18,11 @@
 // runs asynchronously while the next step's A fragments are gathered.
 #include "conv1_launch.h"
 
-#include <cuda.h>  // CUtensorMap; the driver's encoder is reached through the runtime
-#include <cudaTypedefs.h>
+#include <cuda.h>
+
+#if CUDA_VERSION >= 12000
+#include <cudaTypedefs.h>  // the driver's tensor-map encoder, reached through the runtime
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -36,6 +39,17 @@
 namespace alexconv {
 namespace cuda {
 namespace {
+
+// The input's TMA descriptor, a kernel parameter of every implicit-GEMM kernel
+// (read by the TMA-staged ones only). CUDA 11 has no TMA: a stand-in of its size
+// keeps the sm_80 kernels buildable there.
+#if CUDA_VERSION >= 12000
+using WindowMap = CUtensorMap;
+#else
+struct alignas(64) WindowMap {
+  unsigned long long opaque[16];
+};
+#endif
 
 constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 using mma::kTapsPerChannel;
@@ -60,7 +74,10 @@ struct SmemLayout {
   static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
   static constexpr size_t kTapsAt = kBiasAt + kOutChannels * sizeof(float);
   static constexpr size_t kRingAt = kTapsAt + kSteps * 16;
-  // TMA copies land at 128-byte aligned addresses.
+  // TMA copies land at 128-byte aligned addresses: offsets are rounded here, and the
+  // dynamic shared memory starts the CTA's window (these kernels have no static
+  // shared memory). Declaring it __align__(128) instead changes the wgmma
+  // descriptor arithmetic in SASS, so that is left for a build verified on a GPU.
   static constexpr size_t kSlotsAt = (kRingAt + sizeof(RingBarriers) + 127) / 128 * 128;
   static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
   // 16-bit outputs leave through shared memory (see store_tile_staged); float32
@@ -482,7 +499,7 @@ __device__ void store_tile_staged(float (&acc)[kMTiles][mma::kNTiles][4], uint16
 // Producer warps: issues the copies of stage `at` (if there is one) into its slot
 // -- one cp.async group, or one TMA copy by the first producer thread -- and moves
 // on to the next stage. `wait_for_slot`: the consumers may still be reading that
-// slot (false only before the ring exists).
+// slot (false only for the first use of each slot, in the kernel's prologue).
 template <class Mode, Staging kStaging>
 __device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
                             typename Mode::Word* slots, RingBarriers& ring, StageCursor& at,
@@ -602,7 +619,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
 template <class Mode, DType T, bool kWgmma, Staging kStaging>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_igemm_kernel(const Problem p, const TilePlan plan,
-                       const __grid_constant__ CUtensorMap window_map) {
+                       const __grid_constant__ WindowMap window_map) {
   using Word = typename Mode::Word;
   constexpr bool kAsync = kStaging != Staging::kRegisters;
   using Layout = SmemLayout<Mode>;
@@ -628,8 +645,9 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     barrier_init_fence();
   }
   __syncthreads();  // the ring exists before a first TMA copy names one of its barriers
-  // Stage 0's window travels while B is packed; the other slots hold raw weights
-  // meanwhile, so their windows are issued after (all before the ring is in use).
+  // Stage 0's window travels while B is packed; slots 1 and 2 hold raw weights
+  // meanwhile, so stage 1's window is issued after it and stage 2's by the producer
+  // loop (every stage up to kStages - 2 before the loop starts).
   StageCursor copy_at(plan);
   RingPos copy_pos;
   const auto issue_first_stages = [&](int count) {
@@ -705,7 +723,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // where TMA cannot take this input (boxes are at most 256 x 256; the driver
 // checks the strides), which then stays on 16-byte cp.async units.
 template <class Mode>
-bool make_tma_plan(const Problem& p, TilePlan& plan, CUtensorMap& map) {
+bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
   constexpr int64_t kElem = sizeof(typename Mode::Raw), kPerUnit = kCopyBytes / kElem;
   const int64_t widest = (plan.out_w + plan.strips - 1) / plan.strips;
@@ -737,7 +755,7 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, CUtensorMap& map) {
 }
 
 template <class Mode, DType T, bool kWgmma, Staging kStaging>
-cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const CUtensorMap& window_map,
+cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMap& window_map,
                           const DeviceInfo& device, cudaStream_t stream) {
   const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
   const size_t smem = SmemLayout<Mode>::kTotal;
@@ -767,7 +785,7 @@ template <class Mode, DType T, bool kWgmma>
 cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
   const Staging staging = choose_staging<Mode>(p);
-  CUtensorMap map{};  // read by TMA kernels only
+  WindowMap map{};  // read by TMA kernels only
   if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
     TilePlan tma_plan = plan;
     if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {

@@ -89,7 +89,8 @@ ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
 // global memory. So a slot row holds input column ix0 + c at element `skew + c`,
 // where ix0 - skew is a multiple of a 16-byte unit, and the row's last unit may run
 // past the window: the pitch keeps kWindowPad elements (skew < 8, overhang < 8)
-// beyond the widest window.
+// beyond the widest window. (TMA plans copy whole boxes instead: their pitch is the
+// box width, the widest window plus its skew in whole units; see make_tma_plan.)
 constexpr int kCopyBytes = 16;
 constexpr int kWindowPad = 16;
 

@@ -1,7 +1,8 @@
 // Staging a tile's input window (one input channel) in shared memory, for the
 // implicit GEMM in conv1_igemm.cu: float32 and aligned 16-bit windows by cp.async
-// with hardware zero fill, then converted in place into MMA operand words; other
-// 16-bit strides through registers. Padding (outside the image) arrives as zeros.
+// or (Hopper) one TMA copy, with hardware zero fill, then converted in place into
+// MMA operand words; other 16-bit strides through registers. Padding (outside the
+// image) arrives as zeros.
 // The producer warps do all of it: `warp` below is a producer warp's index among them.
 #pragma once
 
@@ -35,7 +36,8 @@ static_assert(kSlotElems % kProducerThreads == 0, "producers share a slot evenly
 // column terms stay fixed and each element costs one pointer add; the walk is
 // warp-uniform.
 // kLoadsPerThread pairs per warp cover a full slot because the plan keeps
-// rows * pitch <= kSlotElems with pitch a multiple of 32.
+// rows * pitch <= kSlotElems with pitch a multiple of 32 (make_tile_plan; TMA
+// plans have other pitches but never take this path).
 // Only for non-empty tiles (rows > 0): callers return early on empty ones.
 struct WindowWalk {
   int rows, chunks, row, chunk;
@@ -210,8 +212,9 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
 
 // The whole window as one TMA box of the plan's largest window (rows beyond this
 // tile's land unused); the copy engine zero-fills what lies outside the input.
-// Like a cp.async unit, the box starts 16-byte aligned in global memory (the
-// hardware requires it), so the window sits `window_skew` elements into its rows.
+// Like a cp.async unit, the box starts 16-byte aligned in global memory (a box at
+// the window's own first column faulted with "illegal instruction" on the H200),
+// so the window sits `window_skew` elements into its rows.
 // One producer thread calls this per stage; `landed` completes with the bytes.
 template <class Word>
 __device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& plan,
