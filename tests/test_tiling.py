@@ -1,5 +1,6 @@
 """The CUDA kernel's tiling plan, checked on the host (it is plain C++ shared with the
-kernel): exact pixel coverage and windows that fit their shared-memory slot, over the
+kernel): exact pixel coverage and windows that fit their shared-memory slot (and, where
+TMA copies them, their box), over the
 canonical sizes, ragged and extreme aspect ratios, and 1..132 resident CTAs."""
 
 import pathlib

@@ -717,19 +717,16 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 #endif
 
-// Turns `plan` into a TMA plan with `map` describing the input: every window is
-// copied as one box of whole 16-byte units wide enough for the widest window and
-// its skew (also the slot pitch), by the tallest window's rows. Returns false
-// where TMA cannot take this input (boxes are at most 256 x 256; the driver
-// checks the strides), which then stays on 16-byte cp.async units.
+// Turns `plan` into a TMA plan with `map` describing the input, every window
+// copied as one window_box (conv1_tiling.h). Returns false where TMA cannot take
+// this input (no box fits, or the driver rejects the strides), which then stays
+// on 16-byte cp.async units.
 template <class Mode>
 bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
-  constexpr int64_t kElem = sizeof(typename Mode::Raw), kPerUnit = kCopyBytes / kElem;
-  const int64_t widest = (plan.out_w + plan.strips - 1) / plan.strips;
-  const int64_t box_w = (window_extent(widest) + 2 * (kPerUnit - 1)) / kPerUnit * kPerUnit;
-  const int64_t box_h = max_window_rows(plan.tile_pixels, plan.out_w / plan.strips, plan.out_h);
-  if (box_w > 256 || box_h > 256 || box_w * box_h > kSlotElems) return false;
+  constexpr int64_t kElem = sizeof(typename Mode::Raw);
+  const WindowBox window = window_box(plan, int(kElem));
+  if (window.cols == 0) return false;
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
@@ -737,7 +734,7 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
   const cuuint64_t strides[3] = {cuuint64_t(p.in_stride[2] * kElem),
                                  cuuint64_t(p.in_stride[1] * kElem),
                                  cuuint64_t(p.in_stride[0] * kElem)};
-  const cuuint32_t box[4] = {cuuint32_t(box_w), cuuint32_t(box_h), 1, 1};
+  const cuuint32_t box[4] = {cuuint32_t(window.cols), cuuint32_t(window.rows), 1, 1};
   const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   const CUresult status = encode(
       &map, kElem == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
@@ -745,8 +742,8 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
   if (status != CUDA_SUCCESS) return false;
-  plan.pitch = box_w;
-  plan.box_rows = box_h;
+  plan.pitch = window.cols;
+  plan.box_rows = window.rows;
   return true;
 #else
   (void)p, (void)plan, (void)map;

@@ -182,5 +182,22 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   return best;
 }
 
+// TMA staging (Hopper) copies every window of a plan as one box: as wide as the
+// widest window plus its skew, in whole 16-byte units (it is also the slot pitch),
+// and as tall as the tallest window. {0, 0} where no box fits: TMA boxes are at
+// most 256 x 256, and a box must fit a slot.
+struct WindowBox {
+  int64_t cols = 0, rows = 0;
+};
+inline WindowBox window_box(const TilePlan& plan, int elem_bytes) {
+  const int64_t per_unit = kCopyBytes / elem_bytes;
+  const int64_t widest = (plan.out_w + plan.strips - 1) / plan.strips;
+  WindowBox box;
+  box.cols = (window_extent(widest) + 2 * (per_unit - 1)) / per_unit * per_unit;
+  box.rows = max_window_rows(plan.tile_pixels, plan.out_w / plan.strips, plan.out_h);
+  if (box.cols > 256 || box.rows > 256 || box.cols * box.rows > kSlotElems) return {};
+  return box;
+}
+
 }  // namespace cuda
 }  // namespace alexconv

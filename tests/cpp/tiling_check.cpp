@@ -2,7 +2,8 @@
 // plain C++ shared with the kernel): for each shape given as "N H W" on stdin,
 // every output pixel belongs to exactly one tile, every tile's input window fits a
 // shared-memory slot (its copy units and skew included) and stays inside the image's
-// window, and pitches are 32-aligned. First, the plan's Divider against plain
+// window, and pitches are 32-aligned; where a TMA box (window_box) exists, every
+// tile's window and skew fit inside it. First, the plan's Divider against plain
 // division, near every power of two and past the 2^31 limit of its fast path.
 // Prints "ok" or the first violation; run by tests/test_tiling.py.
 #include <cstdio>
@@ -47,8 +48,18 @@ int main() {
       return 1;
     }
     std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
+    const WindowBox boxes[2] = {plan.tiles > 0 ? window_box(plan, 2) : WindowBox{},
+                                plan.tiles > 0 ? window_box(plan, 4) : WindowBox{}};
     for (long t = 0; t < plan.tiles; ++t) {
       const Tile tile = decode_tile(plan, t);
+      for (int b = 0; b < 2; ++b) {
+        const int bytes = 2 * (b + 1);
+        if (boxes[b].cols > 0 && tile.rows > 0 &&
+            (window_skew(tile, bytes) + tile.cols > boxes[b].cols || tile.rows > boxes[b].rows)) {
+          std::printf("tile %ld of %ld %ld %ld outside its %d-byte TMA box\n", t, n, h, w, bytes);
+          return 1;
+        }
+      }
       if (tile.rows * plan.pitch > kSlotElems) {
         std::printf("tile %ld of %ld %ld %ld overflows its slot\n", t, n, h, w);
         return 1;
