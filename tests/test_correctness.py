@@ -60,3 +60,14 @@ def test_channels_last_weight_gives_channels_last_output(device, generator):
     out = conv1(x, wt, b)
     assert_matches_reference(out, x, wt, b)
     assert out.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bias_far_larger_than_the_sum(device, dtype, generator):
+    """CUDA accumulates on top of the bias (accumulators start there): a bias ~100x the
+    products' sum must still meet the contract."""
+    x = make_input(2, 35, 35, dtype, device, generator=generator)
+    wt, _ = make_weight(dtype, device, generator=generator)
+    b = ((torch.rand(96, generator=generator) * 2 - 1) * 64).to(device, dtype)
+    assert_matches_reference(conv1(x, wt, b), x, wt, b)

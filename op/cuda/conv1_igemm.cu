@@ -89,7 +89,7 @@ struct SmemLayout {
                 "barriers and slots stay aligned");
 };
 
-// Per-thread view of the tile being multiplied: for its 2 m-tiles x 2 rows
+// Per-thread view of the tile being multiplied: for its m-tile(s) x 2 rows
 // (pixels g and g+8), the offset into the window and into the output (-1: no pixel).
 struct PixelRows {
   int window[kMTiles][2];
@@ -278,7 +278,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   return __syncthreads_or(infinite_weight) ? mma::Round::kTowardZero : mma::Round::kNearest;
 }
 
-// The thread's A words of one step: pixel rows (g, g+8) of both m-tiles x 4 tap columns.
+// The thread's A words of one step: pixel rows (g, g+8) of its m-tile(s) x 4 tap columns.
 template <class Mode>
 struct StepWords {
   typename Mode::Word x[kMTiles][2][4];
@@ -442,8 +442,9 @@ __device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][mma::kNT
   }
 }
 
-// float32 outputs, straight from the accumulators (no shared memory is left for
-// staging them). Lanes t and t ^ 2 of a quad first swap half of their values, so
+// float32 outputs (the only ones stored this way; 16-bit ones go through
+// store_tile_staged), straight from the accumulators: no shared memory is left for
+// staging them. Lanes t and t ^ 2 of a quad first swap half of their values, so
 // that a store instruction writes 16 consecutive pixels of each of 2 channels
 // rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, and
 // fp32 10% faster at batch 256 (perf-notes, v11).

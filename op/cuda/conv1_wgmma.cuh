@@ -34,7 +34,7 @@ __device__ __forceinline__ uint64_t descriptor(uint32_t smem_addr) {
 #define ALEXCONV_WGMMA_ASM(text) __trap()
 #endif
 
-// Orders this thread's register writes (A fragments, zeroed accumulators)
+// Orders this thread's register writes (A fragments, accumulators set at a tile's start)
 // before the asynchronous MMAs that read them.
 __device__ __forceinline__ void fence() { ALEXCONV_WGMMA_ASM("wgmma.fence.sync.aligned;\n"); }
 __device__ __forceinline__ void commit() { ALEXCONV_WGMMA_ASM("wgmma.commit_group.sync.aligned;\n"); }
