@@ -551,7 +551,6 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
                               RingPos& copy_pos, mma::Round round, int warp, int lane) {
   constexpr bool kTma = kStaging == Staging::kTma;
   const int pitch = int(plan.pitch);
-  const int box_units = int(plan.box_rows * plan.pitch * sizeof(typename Mode::Word) / 16);
   StageCursor convert_at(plan);
   RingPos convert_pos;
   while (convert_at.valid(plan)) {
@@ -561,8 +560,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
     } else {
       copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
     }
-    constexpr int kUnitBytes = kTma ? 0 : kStaging == Staging::kCopy4 ? 4 : 16;
-    convert_window<Mode, kUnitBytes>(slot, convert_at.tile, pitch, box_units, warp, lane, round);
+    convert_window<Mode>(slot, convert_at.tile, pitch, !kTma, warp, lane, round);
     // A later TMA copy overwrites what the conversion wrote.
     if constexpr (kTma && sizeof(typename Mode::Raw) == 4) fence_async_proxy();
     barrier_arrive(&ring.full[convert_pos.slot]);

@@ -158,8 +158,7 @@ __device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 // walks down one chunk, one unit per lane. f(row0, element, ix) is called once per
 // unit column the thread owns, with the column's first slot element in a row and its
 // input column ix; the thread's rows there are row0, row0 + kProducerWarps, ... <
-// tile.rows. Copy and convert walk identically, so each thread converts exactly the
-// units whose copies it waited for.
+// tile.rows.
 template <int kPerUnit, class F>
 __device__ __forceinline__ void for_each_window_column(const Tile& tile, int skew, int warp,
                                                        int lane, F&& f) {
@@ -229,85 +228,52 @@ __device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& pl
                int(tile.oy0 * kStride - kPad), channel, int(tile.n), landed);
 }
 
-// convert_window with the rounding fixed at compile time. A thread converts
-// kBatch of its units at once, so their shared-memory round trips overlap.
-template <class Mode, int kBytes, mma::Round kRound>
-__device__ void convert_window_as(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
-                                  int lane) {
-  constexpr int kPerUnit = kBytes / 4, kBatch = 4;
-  using Unit = std::conditional_t<kPerUnit == 4, uint4, uint32_t>;
-  const int rows = int(tile.rows);
-  for_each_window_column<kPerUnit>(tile, window_skew(tile, 4), warp, lane,
-                                   [&](int row0, int element, int) {
-    Unit* column = reinterpret_cast<Unit*>(slot + element);
-    const int unit_pitch = pitch / kPerUnit;  // pitches are whole units (make_tile_plan, make_tma_plan)
-    for (int row = row0; row < rows; row += kBatch * kProducerWarps) {
-      Unit* at = column + row * unit_pitch;
-      constexpr int kStep = kProducerWarps;  // rows between a thread's units in a column
-      Unit v[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (row + b * kStep < rows) v[b] = at[b * kStep * unit_pitch];
-      }
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (row + b * kStep >= rows) continue;
-        if constexpr (kPerUnit == 4) {
-          at[b * kStep * unit_pitch] = Mode::to_words4(v[b], kRound);
-        } else {
-          at[b * kStep * unit_pitch] = Mode::to_word(__uint_as_float(v[b]), kRound);
-        }
-      }
-    }
-  });
-}
-
-// TMA plans: the copy fills the slot's first box_rows x pitch elements densely
-// (zeros outside the input), so the whole box converts as one flat array of
-// 16-byte units, unit i + 128k by producer thread i: every load of a stage is in
-// flight before the first conversion, and no row or column arithmetic. (Walking
-// rows and columns in batches of 4 units took ~4 dependent shared-memory round
-// trips per stage; under the consumers' load the producers spent 72% of their
-// time converting and the consumers 14% waiting for them, v11 profile.)
+// convert_window with the rounding fixed at compile time: the window's rows as
+// one flat array of `units` 16-byte units, unit i + 128k by producer thread i.
+// Every load of a stage is in flight before the first conversion, and there is no
+// row or column arithmetic. (Each thread walking its own copy units in batches
+// of 4 took ~4 dependent shared-memory round trips per stage; under the
+// consumers' load the producers spent 72% of their time converting and the
+// consumers 14% waiting for them, v11 profile.)
 template <class Mode, mma::Round kRound>
-__device__ void convert_box_as(typename Mode::Word* slot, int units, int thread) {
+__device__ void convert_window_as(typename Mode::Word* slot, int units, int thread) {
   constexpr int kMaxUnits = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
-  uint4* box = reinterpret_cast<uint4*>(slot);
+  uint4* window = reinterpret_cast<uint4*>(slot);
   uint4 v[kMaxUnits];
 #pragma unroll
   for (int i = 0; i < kMaxUnits; ++i) {
-    if (thread + i * kProducerThreads < units) v[i] = box[thread + i * kProducerThreads];
+    if (thread + i * kProducerThreads < units) v[i] = window[thread + i * kProducerThreads];
   }
 #pragma unroll
   for (int i = 0; i < kMaxUnits; ++i) {
     if (thread + i * kProducerThreads < units) {
-      box[thread + i * kProducerThreads] = Mode::to_words4(v[i], kRound);
+      window[thread + i * kProducerThreads] = Mode::to_words4(v[i], kRound);
     }
   }
 }
 
-// After the window lands, each thread turns its float32 elements into MMA words
-// in place (16-bit elements are already in operand format): for cp.async, in
-// units of kBytes, exactly the units whose copies the thread waited for; for a TMA
-// box (kBytes 0), the whole box (box_units 16-byte units). Whole units are
-// converted, the skew and overhang elements too: the gather never reads those.
-template <class Mode, int kBytes>
+// A named barrier of the 4 producer warps (consumers never wait on it).
+__device__ __forceinline__ void producer_barrier() {
+  asm volatile("bar.sync 4, %0;\n" ::"n"(kProducerThreads) : "memory");
+}
+
+// After the window has landed in the slot -- all of it: callers staging by
+// cp.async pass `copied_by_threads`, and every producer's copies are waited for
+// here -- the producers turn its float32 elements into MMA words in place (16-bit
+// elements are already in operand format). Whole rows are converted, pitch
+// padding included (pitches are whole 16-byte units): the gather never reads
+// what lies outside the window.
+template <class Mode>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch,
-                               int box_units, int warp, int lane, mma::Round round) {
+                               bool copied_by_threads, int warp, int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
+    if (copied_by_threads) producer_barrier();  // each thread has waited for its own copies
     if (tile.rows == 0) return;  // an empty tile: nothing was copied
-    constexpr auto kNearest = mma::Round::kNearest, kTowardZero = mma::Round::kTowardZero;
-    if constexpr (kBytes == 0) {
-      const int thread = warp * 32 + lane;
-      if (round == kNearest) {
-        convert_box_as<Mode, kNearest>(slot, box_units, thread);
-      } else {
-        convert_box_as<Mode, kTowardZero>(slot, box_units, thread);
-      }
-    } else if (round == kNearest) {
-      convert_window_as<Mode, kBytes, kNearest>(slot, tile, pitch, warp, lane);
+    const int units = int(tile.rows) * pitch / 4, thread = warp * 32 + lane;
+    if (round == mma::Round::kNearest) {
+      convert_window_as<Mode, mma::Round::kNearest>(slot, units, thread);
     } else {
-      convert_window_as<Mode, kBytes, kTowardZero>(slot, tile, pitch, warp, lane);
+      convert_window_as<Mode, mma::Round::kTowardZero>(slot, units, thread);
     }
   }
 }
