@@ -157,12 +157,7 @@ struct Bf16x3 {
   __device__ static int col(int t, int j) { return col_k16(t, j); }
   __device__ static int pair(int c) { return k16_pair(c); }
   __device__ static int member(int c) { return k16_member(c); }
-  __device__ static Word to_word(float x, Round round) {
-    uint32_t hi, lo;
-    split_bf16x2(x, 0.f, hi, lo, round);
-    return (hi & 0xffffu) | (lo << 16);
-  }
-  // Four consecutive elements at once (a 16-byte unit of the window).
+  // Four consecutive elements (a 16-byte unit of the window) to their words.
   __device__ static uint4 to_words4(uint4 v, Round round) {
     uint32_t hi01, lo01, hi23, lo23;
     split_bf16x2(__uint_as_float(v.x), __uint_as_float(v.y), hi01, lo01, round);
@@ -219,7 +214,6 @@ struct Tf32 {
   // Cols t and t + 4 of each k8 half are the pair slot (t, or 4 + t) of one thread.
   __device__ static int pair(int c) { return (c >> 3) * 4 + (c & 3); }
   __device__ static int member(int c) { return (c >> 2) & 1; }
-  __device__ static Word to_word(float x, Round) { return to_tf32(x); }
   __device__ static uint4 to_words4(uint4 v, Round) {
     return make_uint4(to_tf32(__uint_as_float(v.x)), to_tf32(__uint_as_float(v.y)),
                       to_tf32(__uint_as_float(v.z)), to_tf32(__uint_as_float(v.w)));

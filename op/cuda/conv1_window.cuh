@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "../conv1_geometry.h"
 #include "conv1_launch.h"
