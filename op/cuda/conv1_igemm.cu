@@ -559,8 +559,10 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
       barrier_wait(&ring.landed[convert_pos.slot], convert_pos.phase);
     } else {
       copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
+      // Any producer converts any unit: all of them wait for the others' copies.
+      if constexpr (sizeof(typename Mode::Raw) == 4) producer_barrier();
     }
-    convert_window<Mode>(slot, convert_at.tile, pitch, !kTma, warp, lane, round);
+    convert_window<Mode>(slot, convert_at.tile, pitch, warp, lane, round);
     // A later TMA copy overwrites what the conversion wrote.
     if constexpr (kTma && sizeof(typename Mode::Raw) == 4) fence_async_proxy();
     barrier_arrive(&ring.full[convert_pos.slot]);

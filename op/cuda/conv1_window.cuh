@@ -256,17 +256,15 @@ __device__ __forceinline__ void producer_barrier() {
   asm volatile("bar.sync 4, %0;\n" ::"n"(kProducerThreads) : "memory");
 }
 
-// After the window has landed in the slot -- all of it: callers staging by
-// cp.async pass `copied_by_threads`, and every producer's copies are waited for
-// here -- the producers turn its float32 elements into MMA words in place (16-bit
-// elements are already in operand format). Whole rows are converted, pitch
-// padding included (pitches are whole 16-byte units): the gather never reads
-// what lies outside the window.
+// Once the whole window has landed in the slot (every producer's copies), the
+// producers turn its float32 elements into MMA words in place (16-bit elements are
+// already in operand format). Whole rows are converted, pitch padding included
+// (pitches are whole 16-byte units): the gather never reads what lies outside the
+// window.
 template <class Mode>
-__device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch,
-                               bool copied_by_threads, int warp, int lane, mma::Round round) {
+__device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
+                               int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
-    if (copied_by_threads) producer_barrier();  // each thread has waited for its own copies
     if (tile.rows == 0) return;  // an empty tile: nothing was copied
     const int units = int(tile.rows) * pitch / 4, thread = warp * 32 + lane;
     if (round == mma::Round::kNearest) {
