@@ -21,10 +21,11 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
   return cuda::DType::kFloat32;
 }
 
-// ALEXCONV_CUDA_KERNEL forces one kernel path, for tests of the portable paths on
-// GPUs that would never pick them: direct, mma_sync (implicit GEMM with warp MMAs)
-// or wgmma (Hopper warpgroup MMAs). Unset or "auto": the fastest the GPU supports.
-enum class KernelChoice { kAuto, kDirect, kMmaSync, kWgmma };
+// ALEXCONV_CUDA_KERNEL forces one kernel path, for tests of the paths a GPU or a
+// problem size would not pick: direct, mma_sync (implicit GEMM with warp MMAs),
+// wgmma (Hopper warpgroup MMAs, A gathered in registers) or s2d (Hopper, both
+// operands from shared memory). Unset or "auto": the fastest for the GPU and size.
+enum class KernelChoice { kAuto, kDirect, kMmaSync, kWgmma, kS2d };
 
 KernelChoice kernel_choice() {
   static const KernelChoice choice = [] {
@@ -34,7 +35,9 @@ KernelChoice kernel_choice() {
     if (v == "direct") return KernelChoice::kDirect;
     if (v == "mma_sync") return KernelChoice::kMmaSync;
     if (v == "wgmma") return KernelChoice::kWgmma;
-    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync or wgmma, got '", v, "'");
+    if (v == "s2d") return KernelChoice::kS2d;
+    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, wgmma or s2d, got '", v,
+                "'");
     return KernelChoice::kAuto;
   }();
   return choice;
@@ -44,6 +47,11 @@ cudaError_t launch(const cuda::Problem& p, cuda::DeviceInfo device, cudaStream_t
   const KernelChoice choice = kernel_choice();
   if (choice == KernelChoice::kDirect) return cuda::launch_conv1_direct(p, stream);
   if (choice == KernelChoice::kAuto) return cuda::launch_conv1(p, device, stream);
+  if (choice == KernelChoice::kS2d) {
+    TORCH_CHECK(cuda::s2d_supported(p, device),
+                "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU or build cannot run");
+    return cuda::launch_conv1_s2d(p, device, stream);
+  }
   device.allow_wgmma = choice == KernelChoice::kWgmma;
   TORCH_CHECK(cuda::igemm_supported(p, device) &&
                   (choice == KernelChoice::kMmaSync || cuda::wgmma_available(device)),

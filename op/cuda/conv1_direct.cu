@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "../conv1_geometry.h"
+#include "conv1_direct.cuh"
 #include "conv1_dtype.cuh"
 
 namespace alexconv {
@@ -15,9 +16,6 @@ namespace {
 template <DType T>
 __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
   using S = typename Storage<T>::type;
-  const S* in = static_cast<const S*>(p.input);
-  const S* w = static_cast<const S*>(p.weight);
-  const S* b = static_cast<const S*>(p.bias);
   S* out = static_cast<S*>(p.output);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -26,22 +24,7 @@ __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
     const int64_t oy = (i / p.out_w) % p.out_h;
     const int64_t co = (i / (p.out_w * p.out_h)) % kOutChannels;
     const int64_t n = i / (p.out_w * p.out_h * kOutChannels);
-    float acc = b ? to_float<T>(b[co * p.bias_stride]) : 0.f;
-    for (int64_t ci = 0; ci < kInChannels; ++ci) {
-      for (int64_t r = 0; r < kKernel; ++r) {
-        const int64_t iy = oy * kStride - kPad + r;
-        if (iy < 0 || iy >= p.in_h) continue;
-        for (int64_t s = 0; s < kKernel; ++s) {
-          const int64_t ix = ox * kStride - kPad + s;
-          if (ix < 0 || ix >= p.in_w) continue;
-          const float x = to_float<T>(in[n * p.in_stride[0] + ci * p.in_stride[1] +
-                                         iy * p.in_stride[2] + ix * p.in_stride[3]]);
-          const float k = to_float<T>(w[co * p.weight_stride[0] + ci * p.weight_stride[1] +
-                                        r * p.weight_stride[2] + s * p.weight_stride[3]]);
-          acc = fmaf(x, k, acc);
-        }
-      }
-    }
+    const float acc = direct_output<T>(p, n, co, oy, ox);
     out[n * p.out_stride[0] + co * p.out_stride[1] + oy * p.out_stride[2] +
         ox * p.out_stride[3]] = from_float<T>(acc);
   }
@@ -70,6 +53,7 @@ cudaError_t launch_conv1_direct(const Problem& p, cudaStream_t stream) {
 }
 
 cudaError_t launch_conv1(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  if (s2d_preferred(p, device)) return launch_conv1_s2d(p, device, stream);
   return igemm_supported(p, device) ? launch_conv1_igemm(p, device, stream)
                                     : launch_conv1_direct(p, stream);
 }

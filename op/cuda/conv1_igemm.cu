@@ -25,15 +25,17 @@
 #endif
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
 #include "../conv1_geometry.h"
 #include "conv1_dtype.cuh"
+#include "conv1_epilogue.cuh"
 #include "conv1_mma.cuh"
+#include "conv1_occupancy.cuh"
 #include "conv1_pipeline.cuh"
 #include "conv1_tiling.h"
+#include "conv1_weights.cuh"
 #include "conv1_window.cuh"
 
 namespace alexconv {
@@ -55,12 +57,7 @@ constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 using mma::kTapsPerChannel;
 static_assert(kTapsPerChannel == kKernel * kKernel && kStride % 2 == 0 && kPad % 2 == 0,
               "the paired K order (conv1_mma.cuh) needs even window columns");
-constexpr int kMTiles = 1;                   // m16 row tiles per warp (16 pixels)
 
-// A warpgroup's 64-pixel x 96-channel output block, staged pixel-major. A pixel
-// row is 49 words: odd, so reading one channel across 32 pixels is conflict-free.
-constexpr int kStagedPitch = kOutChannels + 2;
-constexpr int kStagedElems = 64 * kStagedPitch;
 
 template <class Mode>
 struct SmemLayout {
@@ -145,91 +142,9 @@ __device__ __forceinline__ int step_tap(int step, int c) {
   return mma::paired_tap(step * 8 + Mode::pair(c), Mode::member(c));
 }
 
-// B is packed one input channel per round. A round's raw weights (96 x 121) come
-// in by independent loads, all in flight together -- each thread owns one tap of
-// every fourth output channel, so its addresses step by a constant -- and wait in
-// shared memory: window slots 1 and 2, whose windows are copied only once the
-// constants are ready (slot 0's is in flight). The next channel's loads fly while
-// this one is packed. Packing word by word from global memory instead kept every
-// CTA ~12 us in its prologue (v9 timeline, batch 1).
+// Window slots 1 and 2 hold a channel's raw weights while B is packed (see
+// pack_weights); stage 0's window copy is in flight meanwhile.
 constexpr int kRawSlots = kStages - 1;
-constexpr int kTapLanes = 128;                              // threads per output channel, 121 busy
-constexpr int kChannelStep = kTileThreads / kTapLanes;      // output channels loaded at once
-constexpr int kRoundLoads = kOutChannels / kChannelStep;    // loads per thread per round
-static_assert(kTileThreads % kTapLanes == 0 && kOutChannels % kChannelStep == 0 &&
-                  kTapLanes >= kTapsPerChannel,
-              "threads cover a channel's taps and output channels evenly");
-
-// One thread's share of a round's raw weights.
-template <class Raw>
-struct WeightRound {
-  Raw v[kRoundLoads];
-  // Issues the loads for input channel c (any weight strides); they stay in
-  // flight until store().
-  __device__ void load(const Problem& p, int c, int tid) {
-    const int tap = tid % kTapLanes, n = tid / kTapLanes;
-    if (tap >= kTapsPerChannel) return;
-    const Raw* w = static_cast<const Raw*>(p.weight) + n * p.weight_stride[0] +
-                   c * p.weight_stride[1] + (tap / kKernel) * p.weight_stride[2] +
-                   (tap % kKernel) * p.weight_stride[3];
-#pragma unroll
-    for (int i = 0; i < kRoundLoads; ++i) v[i] = __ldg(w + i * kChannelStep * p.weight_stride[0]);
-  }
-  // Raw weights in shared memory as [output channel][tap].
-  __device__ void store(Raw* raw, int tid) const {
-    const int tap = tid % kTapLanes, n = tid / kTapLanes;
-    if (tap >= kTapsPerChannel) return;
-#pragma unroll
-    for (int i = 0; i < kRoundLoads; ++i) raw[(n + i * kChannelStep) * kTapsPerChannel + tap] = v[i];
-  }
-};
-
-// Packs input channel c's B (in the engine's layout) from its raw weights. Returns
-// whether one of them is infinite.
-template <class Mode, bool kWgmma>
-__device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t* k_taps,
-                             uint4* b_frag, int tid) {
-  using Raw = typename Mode::Raw;
-  bool infinite = false;
-  // Weight of output channel n at col `col` of a step; 0 at padding taps.
-  const auto weight = [&](int step, int n, int col) {
-    const int tap = k_taps[step * 16 + col];
-    const Raw v = tap < kTapsPerChannel ? raw[n * kTapsPerChannel + tap] : Raw(0);
-    if constexpr (std::is_same_v<Raw, float>) infinite |= isinf(v);
-    return v;
-  };
-  if constexpr (kWgmma) {
-    // A block row (see conv1_wgmma.cuh) is 32 bytes = 8 words per output channel,
-    // two 16-byte halves; a thread fills one half of a row in every block of the step.
-    constexpr int kHalves = 2, kItems = kSteps * kOutChannels * kHalves;
-    for (int e = tid; e < kItems; e += kTileThreads) {
-      const int half = e % kHalves, n = (e / kHalves) % kOutChannels;
-      const int step = e / (kHalves * kOutChannels);
-      const auto w = [&](int n_, int col) { return weight(step, n_, col); };
-      uint32_t words[4][Mode::kWgBlocks];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) Mode::wg_words(w, n, half * 4 + u, words[u]);
-      unsigned char* row = reinterpret_cast<unsigned char*>(b_frag) +
-                           (c * kSteps + step) * Mode::kWgBlocks * wgmma::kBlockBytes +
-                           wgmma::block_offset(n, 16 * half);
-#pragma unroll
-      for (int b = 0; b < Mode::kWgBlocks; ++b) {
-        *reinterpret_cast<uint4*>(row + b * wgmma::kBlockBytes) =
-            make_uint4(words[0][b], words[1][b], words[2][b], words[3][b]);
-      }
-    }
-  } else {
-    constexpr int kPerStep = Mode::kChunks * 32;
-#pragma unroll 2
-    for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
-      const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
-      const auto w = [&](int n, int col) { return weight(step, n, col); };
-      b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
-          Mode::pack_b(w, chunk, lane >> 2, lane & 3);
-    }
-  }
-  return infinite;
-}
 
 // Packs B (all channels), then the tap-offset table and the bias, while stage 0's
 // window copies are in flight. `raw` is scratch for a channel's raw weights.
@@ -245,6 +160,9 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
                 "a channel's raw weights fit in the free window slots");
   // The K order as a table: one shared-memory read per packed weight instead of its arithmetic.
   if (tid < kSteps * 16) k_taps[tid] = uint8_t(step_tap<Mode>(tid / 16, tid % 16));
+  // pack_weights' loop, written out: through that function (inlined or not) ptxas
+  // splits the __syncthreads_or below into one copy per warp role in 10 of these
+  // kernels, the shape of build that hung (check_barriers.sh).
   WeightRound<Raw> weights;
   weights.load(p, 0, tid);
   bool infinite_weight = false;
@@ -253,7 +171,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
     weights.store(raw, tid);
     __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
     if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
-    infinite_weight |= pack_channel<Mode, kWgmma>(raw, c, k_taps, b_frag, tid);
+    infinite_weight |= pack_channel<Mode, kWgmma, kSteps>(raw, c, k_taps, b_frag, tid);
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   if (tid < kSteps * 4) {
@@ -428,95 +346,6 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
   for (int mt = 0; mt < kMTiles; ++mt) wgmma::fence_accumulators(acc[mt]);
 }
 
-// Accumulators start every tile at the bias, so the epilogue adds nothing.
-__device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][mma::kNTiles][4],
-                                                  const float* bias, int t) {
-#pragma unroll
-  for (int nt = 0; nt < mma::kNTiles; ++nt) {
-    const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      acc[mt][nt][0] = acc[mt][nt][2] = b.x;
-      acc[mt][nt][1] = acc[mt][nt][3] = b.y;
-    }
-  }
-}
-
-// float32 outputs (the only ones stored this way; 16-bit ones go through
-// store_tile_staged), straight from the accumulators: no shared memory is left for
-// staging them. Lanes t and t ^ 2 of a quad first swap half of their values, so
-// that a store instruction writes 16 consecutive pixels of each of 2 channels
-// rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, and
-// fp32 10% faster at batch 256 (perf-notes, v11).
-__device__ void store_tile(const float (&acc)[kMTiles][mma::kNTiles][4], const PixelRows& rows,
-                           const Problem& p, int t) {
-  float* out = static_cast<float*>(p.output);
-  const int64_t channel_step = p.out_stride[1];
-  const bool upper = t >= 2;  // after the swap: pixel g + 8, else pixel g
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
-    const int64_t base = upper ? rows.out[mt][1] : rows.out[mt][0];
-#pragma unroll
-    for (int nt = 0; nt < mma::kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float keep = upper ? acc[mt][nt][2 + e] : acc[mt][nt][e];
-        const float send = upper ? acc[mt][nt][e] : acc[mt][nt][2 + e];
-        const float got = __shfl_xor_sync(0xffffffffu, send, 2);
-        const int64_t ch = nt * 8 + 2 * (t & 1) + e;  // and ch + 4
-        if (base >= 0) {
-          out[base + ch * channel_step] = upper ? got : keep;
-          out[base + (ch + 4) * channel_step] = upper ? keep : got;
-        }
-      }
-    }
-  }
-}
-
-__device__ __forceinline__ void group_barrier(int id) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
-}
-
-// 16-bit outputs: each group of 4 consumer warps (a wgmma warpgroup; 64 tile
-// pixels) transposes its block through shared memory, so that a store instruction
-// writes 32 consecutive pixels of one channel (64 contiguous bytes in NCHW)
-// instead of 8 pixels of each of 4 channels.
-template <DType T>
-__device__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* staged,
-                                  const Tile& tile, const TilePlan& plan,
-                                  const Problem& p, int warp, int lane) {
-  static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
-  const int group = warp / 4, group_warp = warp % 4, g = lane >> 2, t = lane & 3;
-  uint16_t* block = staged + group * kStagedElems;
-  group_barrier(1 + group);  // the group's reads of the previous tile are done
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    uint16_t* row = block + (group_warp * 16 + h * 8 + g) * kStagedPitch;
-#pragma unroll
-    for (int nt = 0; nt < mma::kNTiles; ++nt) {
-      *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
-          mma::pack_u16(from_float<T>(acc[0][nt][2 * h]), from_float<T>(acc[0][nt][2 * h + 1]));
-    }
-  }
-  group_barrier(1 + group);
-  // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
-  uint16_t* out = static_cast<uint16_t*>(p.output);
-  constexpr int kChannelsPerWarp = kOutChannels / 4;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int local = group * 64 + half * 32 + lane;
-    const int64_t q = tile.q_begin + local;
-    if (local >= plan.tile_pixels || q >= tile.q_end) continue;
-    const int64_t base = place_pixel(tile, p, q).out;
-    const uint16_t* from = block + (half * 32 + lane) * kStagedPitch;
-#pragma unroll 8
-    for (int c = 0; c < kChannelsPerWarp; ++c) {
-      const int ch = group_warp * kChannelsPerWarp + c;
-      out[base + ch * p.out_stride[1]] = from[ch];
-    }
-  }
-}
-
 // Producer warps: issues the copies of stage `at` (if there is one) into its slot
 // -- one cp.async group, or one TMA copy by the first producer thread -- and moves
 // on to the next stage. `wait_for_slot`: the consumers may still be reading that
@@ -524,7 +353,7 @@ __device__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4], 
 template <class Mode, Staging kStaging>
 __device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
                             typename Mode::Word* slots, RingBarriers& ring, StageCursor& at,
-                            RingPos& pos, bool wait_for_slot, int warp, int lane) {
+                            RingPos<>& pos, bool wait_for_slot, int warp, int lane) {
   if constexpr (kStaging == Staging::kTma) {
     if (at.valid(plan) && warp == 0 && lane == 0) {
       if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
@@ -548,11 +377,11 @@ __device__ void issue_stage(const Problem& p, const void* window_map, const Tile
 template <class Mode, Staging kStaging>
 __device__ void produce_async(const Problem& p, const void* window_map, const TilePlan& plan,
                               typename Mode::Word* slots, RingBarriers& ring, StageCursor& copy_at,
-                              RingPos& copy_pos, mma::Round round, int warp, int lane) {
+                              RingPos<>& copy_pos, mma::Round round, int warp, int lane) {
   constexpr bool kTma = kStaging == Staging::kTma;
   const int pitch = int(plan.pitch);
   StageCursor convert_at(plan);
-  RingPos convert_pos;
+  RingPos<> convert_pos;
   while (convert_at.valid(plan)) {
     typename Mode::Word* slot = slots + convert_pos.slot * kSlotElems;
     if constexpr (kTma) {
@@ -581,7 +410,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
                                   mma::Round round, int warp, int lane) {
   typename Mode::Raw regs[kLoadsPerThread];
   StageCursor at(plan);
-  RingPos pos;
+  RingPos<> pos;
   while (at.valid(plan)) {
     load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
@@ -600,7 +429,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
                         RingBarriers& ring, const uint4* b_frag, const int4* koff,
                         const float* bias, uint16_t* staged, int warp, int lane) {
   StageCursor at(plan);
-  RingPos pos;
+  RingPos<> pos;
   PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
   float acc[kMTiles][mma::kNTiles][4];
   init_accumulators(acc, bias, lane & 3);
@@ -626,9 +455,13 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
     pos.advance();
     if (at.channel == kInChannels - 1) {
       if constexpr (SmemLayout<Mode>::kStagedStores) {
-        store_tile_staged<T>(acc, staged, at.tile, plan, p, warp, lane);
+        store_tile_staged<T>(acc, staged, p, warp, lane, [&](int local) -> int64_t {
+          const int64_t q = at.tile.q_begin + local;
+          if (local >= plan.tile_pixels || q >= at.tile.q_end) return -1;
+          return place_pixel(at.tile, p, q).out;
+        });
       } else {
-        store_tile(acc, rows, p, lane & 3);
+        store_tile(acc, rows.out, p, lane & 3);
       }
       init_accumulators(acc, bias, lane & 3);
     }
@@ -671,7 +504,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // meanwhile, so stage 1's window is issued after it and stage 2's by the producer
   // loop (every stage up to kStages - 2 before the loop starts).
   StageCursor copy_at(plan);
-  RingPos copy_pos;
+  RingPos<> copy_pos;
   const auto issue_first_stages = [&](int count) {
     if constexpr (kAsync) {
       for (int s = 0; s < count && producer; ++s) {
@@ -776,25 +609,11 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 template <class Mode, DType T, bool kWgmma, Staging kStaging>
 cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMap& window_map,
                           const DeviceInfo& device, cudaStream_t stream) {
-  const auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
+  constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
   const size_t smem = SmemLayout<Mode>::kTotal;
-  // The shared-memory opt-in and the occupancy query cost microseconds of host time
-  // per call, which small batches would pay on every launch: do them once per device.
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> blocks_per_sm[kMaxDevices];  // 0: not configured yet
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
+  int per_sm = 0;
+  const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
-  int per_sm = dev < kMaxDevices ? blocks_per_sm[dev].load(std::memory_order_relaxed) : 0;
-  if (per_sm == 0) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (err != cudaSuccess) return err;
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, smem);
-    if (err != cudaSuccess) return err;
-    per_sm = std::max(per_sm, 1);
-    // Threads racing here compute and store the same value.
-    if (dev < kMaxDevices) blocks_per_sm[dev].store(per_sm, std::memory_order_relaxed);
-  }
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
   kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan, window_map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
@@ -835,6 +654,20 @@ cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_
              : launch_engine<Mode, T, false>(p, plan, device, stream);
 }
 
+template <class Mode>
+WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
+  const Staging staging = choose_staging<Mode>(p);
+  if (staging == Staging::kRegisters) return WindowStaging::kRegisters;
+  // As launch_engine decides (a box that fits; the driver's encoding is not tried here).
+  if (staging == Staging::kCopy16 && device.allow_wgmma && wgmma_available(device)) {
+    const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);
+    if (plan.tiles > 0 && window_box(plan, int(sizeof(typename Mode::Raw))).cols > 0) {
+      return WindowStaging::kTma;
+    }
+  }
+  return WindowStaging::kCopy;
+}
+
 size_t igemm_smem_bytes(const Problem& p) {
   switch (p.dtype) {
     case DType::kFloat32:
@@ -855,6 +688,15 @@ bool wgmma_available(const DeviceInfo& device) {
   (void)device;
   return false;
 #endif
+}
+
+WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
+  switch (p.dtype) {
+    case DType::kFloat32: return window_staging<mma::Bf16x3>(p, device);
+    case DType::kFloat16: return window_staging<mma::Half<false>>(p, device);
+    case DType::kBFloat16: return window_staging<mma::Half<true>>(p, device);
+  }
+  return WindowStaging::kCopy;
 }
 
 bool igemm_supported(const Problem& p, const DeviceInfo& device) {

@@ -43,7 +43,7 @@ struct DeviceInfo {
 // C10_CUDA_KERNEL_LAUNCH_CHECK().
 cudaError_t launch_conv1(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
 
-// The two kernel families, exposed for tests and benchmarks of each path.
+// The kernel families, exposed for tests and benchmarks of each path.
 cudaError_t launch_conv1_direct(const Problem& problem, cudaStream_t stream);
 cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
                                cudaStream_t stream);
@@ -51,6 +51,18 @@ cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
 bool igemm_supported(const Problem& problem, const DeviceInfo& device);
 // Whether it will use the Hopper wgmma engine there (sm_90 device, sm_90a build).
 bool wgmma_available(const DeviceInfo& device);
+
+// How the register-gather engine (launch_conv1_igemm) stages this problem's input
+// windows on this device: one TMA copy per window, cp.async units, or element loads
+// through registers. The space-to-depth kernel's auto choice depends on it.
+enum class WindowStaging { kTma, kCopy, kRegisters };
+WindowStaging igemm_window_staging(const Problem& problem, const DeviceInfo& device);
+
+// The space-to-depth implicit GEMM (Hopper): whether it can run this problem on this
+// device, whether launch_conv1 picks it, and its launch.
+bool s2d_supported(const Problem& problem, const DeviceInfo& device);
+bool s2d_preferred(const Problem& problem, const DeviceInfo& device);
+cudaError_t launch_conv1_s2d(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace alexconv

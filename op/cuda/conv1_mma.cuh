@@ -253,6 +253,7 @@ struct Tf32 {
 // float16 (kBf16 = false) or bfloat16 inputs, carried as raw 16-bit patterns.
 template <bool kBf16>
 struct Half {
+  static constexpr bool kIsBf16 = kBf16;
   using Raw = uint16_t;
   using Word = uint16_t;
   static constexpr int kChunks = 6;  // two n-tiles per chunk: {b0, b1} of each

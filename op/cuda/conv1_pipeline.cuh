@@ -104,11 +104,12 @@ __device__ __forceinline__ void barrier_wait(uint64_t* bar, uint32_t parity) {
 
 // A position in the ring: the slot and the parity of the phase its current use
 // completes.
+template <int kSlots = kStages>
 struct RingPos {
   int slot = 0;
   uint32_t phase = 0;
   __device__ void advance() {
-    if (++slot == kStages) {
+    if (++slot == kSlots) {
       slot = 0;
       phase ^= 1;
     }

@@ -23,9 +23,16 @@ __device__ __forceinline__ int block_offset(int n, int kbyte) {
   return ((n >> 3) * 2 + (kbyte >> 4)) * 128 + (n & 7) * 16 + (kbyte & 15);
 }
 
+// A no-swizzle, K-major shared-memory operand: 8-row x 16-byte core matrices,
+// `leading` bytes apart along K, `stride` bytes apart along M (or N).
+__device__ __forceinline__ uint64_t descriptor(uint32_t smem_addr, uint32_t leading,
+                                               uint32_t stride) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(leading >> 4) << 16) |
+         (uint64_t(stride >> 4) << 32);
+}
+// A B block's.
 __device__ __forceinline__ uint64_t descriptor(uint32_t smem_addr) {
-  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(kLeadingBytes >> 4) << 16) |
-         (uint64_t(kStrideBytes >> 4) << 32);
+  return descriptor(smem_addr, kLeadingBytes, kStrideBytes);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -75,6 +82,28 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[12][4]) {
 // Never launched: the host picks the wgmma engine only for sm_90a builds.
 #define ALEXCONV_WGMMA_RS(shape_types, scales) __trap()
 #endif
+
+// d += A x B, both from shared memory (descriptors a and b).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ALEXCONV_WGMMA_SS(shape_types, scales)                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                  \
+               "wgmma.mma_async.sync.aligned." shape_types " " ALEXCONV_WGMMA_D_REGS          \
+               ", %48, %49, p, " scales ";\n}\n"                                           \
+               : ALEXCONV_WGMMA_D_OPERANDS(d)                                                \
+               : "l"(a), "l"(b))
+#else
+#define ALEXCONV_WGMMA_SS(shape_types, scales) __trap()
+#endif
+
+__device__ __forceinline__ void bf16_m64n96k16_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
+  ALEXCONV_WGMMA_SS("m64n96k16.f32.bf16.bf16", "1, 1, 0, 0");
+}
+__device__ __forceinline__ void f16_m64n96k16_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
+  ALEXCONV_WGMMA_SS("m64n96k16.f32.f16.f16", "1, 1, 0, 0");
+}
+__device__ __forceinline__ void tf32_m64n96k8_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
+  ALEXCONV_WGMMA_SS("m64n96k8.f32.tf32.tf32", "1, 1");
+}
 
 __device__ __forceinline__ void bf16_m64n96k16(float (&d)[12][4], const uint32_t (&a)[4],
                                                uint64_t desc) {

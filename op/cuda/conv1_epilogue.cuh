@@ -1,0 +1,128 @@
+// The implicit-GEMM kernels' accumulators and how they leave: consumer warps hold
+// 16 pixels x 96 channels each in the mma.sync m16n8 accumulator layout (which a
+// wgmma m64n96 warpgroup shares, warp w holding its rows 16w..16w+15), starting
+// every tile at the bias.
+#pragma once
+
+#include <cstdint>
+
+#include "../conv1_geometry.h"
+#include "conv1_launch.h"  // DType, Problem
+#include "conv1_dtype.cuh"
+#include "conv1_mma.cuh"
+
+namespace alexconv {
+namespace cuda {
+
+constexpr int kMTiles = 1;  // m16 row tiles per warp (16 pixels)
+
+// A warpgroup's 64-pixel x 96-channel output block, staged pixel-major. A pixel
+// row is 49 words: odd, so reading one channel across 32 pixels is conflict-free.
+constexpr int kStagedPitch = kOutChannels + 2;
+constexpr int kStagedElems = 64 * kStagedPitch;
+
+// Accumulators start every tile at the bias, so the epilogue adds nothing.
+__device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][mma::kNTiles][4],
+                                                  const float* bias, int t) {
+#pragma unroll
+  for (int nt = 0; nt < mma::kNTiles; ++nt) {
+    const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      acc[mt][nt][0] = acc[mt][nt][2] = b.x;
+      acc[mt][nt][1] = acc[mt][nt][3] = b.y;
+    }
+  }
+}
+
+// Adds the bias to accumulators that started at zero.
+__device__ __forceinline__ void add_bias(float (&acc)[kMTiles][mma::kNTiles][4], const float* bias,
+                                         int t) {
+#pragma unroll
+  for (int nt = 0; nt < mma::kNTiles; ++nt) {
+    const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      acc[mt][nt][0] += b.x;
+      acc[mt][nt][2] += b.x;
+      acc[mt][nt][1] += b.y;
+      acc[mt][nt][3] += b.y;
+    }
+  }
+}
+
+// float32 outputs (the only ones stored this way; 16-bit ones go through
+// store_tile_staged), straight from the accumulators: no shared memory is left for
+// staging them. Lanes t and t ^ 2 of a quad first swap half of their values, so
+// that a store instruction writes 16 consecutive pixels of each of 2 channels
+// rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, and
+// fp32 10% faster at batch 256 (perf-notes, v11).
+__device__ inline void store_tile(const float (&acc)[kMTiles][mma::kNTiles][4],
+                           const int64_t (&pixel_out)[kMTiles][2], const Problem& p, int t) {
+  float* out = static_cast<float*>(p.output);
+  const int64_t channel_step = p.out_stride[1];
+  const bool upper = t >= 2;  // after the swap: pixel g + 8, else pixel g
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    const int64_t base = upper ? pixel_out[mt][1] : pixel_out[mt][0];
+#pragma unroll
+    for (int nt = 0; nt < mma::kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float keep = upper ? acc[mt][nt][2 + e] : acc[mt][nt][e];
+        const float send = upper ? acc[mt][nt][e] : acc[mt][nt][2 + e];
+        const float got = __shfl_xor_sync(0xffffffffu, send, 2);
+        const int64_t ch = nt * 8 + 2 * (t & 1) + e;  // and ch + 4
+        if (base >= 0) {
+          out[base + ch * channel_step] = upper ? got : keep;
+          out[base + (ch + 4) * channel_step] = upper ? keep : got;
+        }
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void group_barrier(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+// 16-bit outputs: each group of 4 consumer warps (a wgmma warpgroup; 64 tile
+// pixels) transposes its block through shared memory, so that a store instruction
+// writes 32 consecutive pixels of one channel (64 contiguous bytes in NCHW)
+// instead of 8 pixels of each of 4 channels.
+// out_of(local) is tile pixel `local`'s output offset, -1 where it has none.
+template <DType T, class OutOf>
+__device__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* staged,
+                                  const Problem& p, int warp, int lane, const OutOf& out_of) {
+  static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
+  const int group = warp / 4, group_warp = warp % 4, g = lane >> 2, t = lane & 3;
+  uint16_t* block = staged + group * kStagedElems;
+  group_barrier(1 + group);  // the group's reads of the previous tile are done
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint16_t* row = block + (group_warp * 16 + h * 8 + g) * kStagedPitch;
+#pragma unroll
+    for (int nt = 0; nt < mma::kNTiles; ++nt) {
+      *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
+          mma::pack_u16(from_float<T>(acc[0][nt][2 * h]), from_float<T>(acc[0][nt][2 * h + 1]));
+    }
+  }
+  group_barrier(1 + group);
+  // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
+  uint16_t* out = static_cast<uint16_t*>(p.output);
+  constexpr int kChannelsPerWarp = kOutChannels / 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int64_t base = out_of(group * 64 + half * 32 + lane);
+    if (base < 0) continue;
+    const uint16_t* from = block + (half * 32 + lane) * kStagedPitch;
+#pragma unroll 8
+    for (int c = 0; c < kChannelsPerWarp; ++c) {
+      const int ch = group_warp * kChannelsPerWarp + c;
+      out[base + ch * p.out_stride[1]] = from[ch];
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace alexconv

@@ -1,0 +1,96 @@
+// How the space-to-depth kernel (conv1_s2d.cu) sees the problem and cuts it into
+// CTA tiles, shared by the host planner and the kernel.
+//
+// Stride 4 folds into channels: input element (c, 4Y + ry - 2, 4X + rx - 2) is
+// phase (ry, rx) of cell (Y, X), and the 11x11 stride-4 convolution becomes a 3x3
+// stride-1 one over 16 phases per input channel (taps ky = 4 dy + ry, kx = 4 dx + rx;
+// ky or kx = 11 are zero weights). Output pixel (oy, ox) at tap (dy, dx) reads cell
+// (oy + dy, ox + dx). Numbering an image's pixels row-major over a "virtual" width
+// wv = out_w + 2 makes that cell's number the pixel's number plus dy * wv + dx: one
+// shift per tap for every pixel, so a tap's A operand is a contiguous run of cells
+// and the tensor cores read it from shared memory directly. The 2 extra columns per
+// row are computed and dropped.
+//
+// Wide images are cut into vertical strips (each with its own virtual width) so
+// that a tile's cells fit a window slot.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../conv1_geometry.h"
+#include "conv1_tiling.h"  // Divider, ALEXCONV_HOST_DEVICE
+
+namespace alexconv {
+namespace cuda {
+namespace s2d {
+
+constexpr int kTaps1D = 3;                 // ceil(kKernel / kStride)
+constexpr int kTapSteps = kTaps1D * kTaps1D;
+constexpr int kTilePixels = 192;           // 3 wgmma warpgroups x 64 rows
+constexpr int kPlaneRecords = 512;         // cells a window slot holds per plane
+// The kernel's auto choice needs this many tiles per multiprocessor (see s2d_preferred).
+constexpr int kMinTilesPerSm = 4;
+static_assert(kKernel <= kTaps1D * kStride && kKernel > (kTaps1D - 1) * kStride, "3x3 taps");
+
+struct Plan {
+  int64_t out_h = 0, out_w = 0;
+  int64_t strips = 0;           // 0: no strip width fits (not plannable)
+  int64_t wv = 0;               // virtual width: the widest strip + 2
+  int64_t cells = 0;            // cells staged per window (each of a plane's first `cells`)
+  int64_t tiles_per_strip = 0, tiles = 0;
+  Divider by_per_image, by_tiles_per_strip, by_strips, by_wv;
+};
+
+struct Tile {
+  int64_t n = 0;
+  int64_t x0 = 0, width = 0;    // the strip's output columns
+  int64_t v0 = 0;               // first virtual pixel (strip-local, row-major over wv)
+  int64_t oy0 = 0;              // its row: the window's first cell row
+  int64_t base = 0;             // v0 - oy0 * wv: the first pixel's cell in the window
+};
+
+// Cells a window must hold: a tile's last pixel at tap (2, 2) reads cell
+// base + kTilePixels - 1 + 2 wv + 2, with base < wv.
+ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv) { return 3 * wv + kTilePixels + 1; }
+
+inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w) {
+  Plan plan;
+  plan.out_h = out_h;
+  plan.out_w = out_w;
+  if (out_h <= 0 || out_w <= 0) return plan;
+  for (int64_t strips = 1; strips <= out_w; ++strips) {
+    const int64_t widest = (out_w + strips - 1) / strips;
+    if (window_cells(widest + 2) <= kPlaneRecords) {
+      plan.strips = strips;
+      plan.wv = widest + 2;
+      break;
+    }
+  }
+  if (plan.strips == 0) return plan;
+  plan.cells = window_cells(plan.wv);
+  plan.tiles_per_strip = (out_h * plan.wv + kTilePixels - 1) / kTilePixels;
+  plan.tiles = batch * plan.strips * plan.tiles_per_strip;
+  plan.by_per_image = Divider(plan.strips * plan.tiles_per_strip);
+  plan.by_tiles_per_strip = Divider(plan.tiles_per_strip);
+  plan.by_strips = Divider(plan.strips);
+  plan.by_wv = Divider(plan.wv);
+  return plan;
+}
+
+ALEXCONV_HOST_DEVICE inline Tile decode_tile(const Plan& plan, int64_t index) {
+  Tile t;
+  t.n = plan.by_per_image(index);
+  const int64_t in_image = index - t.n * plan.by_per_image.divisor;
+  const int64_t strip = plan.by_tiles_per_strip(in_image);
+  t.x0 = plan.by_strips(strip * plan.out_w);
+  t.width = plan.by_strips((strip + 1) * plan.out_w) - t.x0;
+  t.v0 = (in_image - strip * plan.tiles_per_strip) * kTilePixels;
+  t.oy0 = plan.by_wv(t.v0);
+  t.base = t.v0 - t.oy0 * plan.wv;
+  return t;
+}
+
+}  // namespace s2d
+}  // namespace cuda
+}  // namespace alexconv
