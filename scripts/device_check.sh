@@ -38,11 +38,17 @@ for step in "${steps[@]}"; do
       run_step barriers bash scripts/check_barriers.sh ;;
     test)
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
-        python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
+        python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
+      # The auto choice takes the space-to-depth kernel only for larger batches: the
+      # CUDA tests again with it forced, at every size and batch.
+      ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=s2d run_step pytest-s2d python3 -m pytest -q -ra -p no:cacheprovider \
+        --timeout 600 -m cuda tests/test_correctness.py tests/test_cuda_runtime.py \
+        tests/test_invalid_inputs.py tests/test_fuzz.py ;;
     sanitize)
-      # Every tool on the default engine (wgmma on Hopper); memory and race checks on the
-      # portable engines too.
+      # Every tool on the default engine for these small cases (wgmma on Hopper) and on the
+      # space-to-depth kernel; memory and race checks on the portable engines too.
       for run in memcheck:auto racecheck:auto initcheck:auto synccheck:auto \
+                 memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d \
                  memcheck:mma_sync racecheck:mma_sync memcheck:direct; do
         tool=${run%%:*} kernel=${run##*:}
         ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
@@ -69,7 +75,7 @@ echo
 echo "| step                   | rc   | time   |"
 echo "|------------------------|------|--------|"
 printf '%s\n' "${summary[@]}"
-grep -hE "(passed|failed).* in [0-9.]+s" "$OUT/pytest.log" 2>/dev/null | tail -1
+for f in "$OUT"/pytest.log "$OUT"/pytest-s2d.log; do grep -hE "(passed|failed).* in [0-9.]+s" "$f" 2>/dev/null | tail -1; done
 grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
 for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"

@@ -1,6 +1,6 @@
-"""The CUDA kernel's tiling plan, checked on the host (it is plain C++ shared with the
-kernel): exact pixel coverage and windows that fit their shared-memory slot (and, where
-TMA copies them, their box), over the
+"""The CUDA kernels' tiling plans, checked on the host (plain C++ shared with the kernels):
+exact pixel coverage and windows that fit their shared-memory slot (and, where TMA copies
+them, their box; for the space-to-depth kernel, every tap's cell the right one), over the
 canonical sizes, ragged and extreme aspect ratios, and 1..132 resident CTAs."""
 
 import pathlib

@@ -5,10 +5,15 @@
 // window, and pitches are 32-aligned; where a TMA box (window_box) exists, every
 // tile's window and skew fit inside it. First, the plan's Divider against plain
 // division, near every power of two and past the 2^31 limit of its fast path.
+// Then the space-to-depth kernel's plan (op/cuda/conv1_s2d_plan.h): every output
+// pixel is exactly one tile's, and each of its 9 tap cells is the cell its
+// receptive field needs (no wrap into the next row) and lies inside the window a
+// slot holds.
 // Prints "ok" or the first violation; run by tests/test_tiling.py.
 #include <cstdio>
 #include <vector>
 
+#include "../../op/cuda/conv1_s2d_plan.h"
 #include "../../op/cuda/conv1_tiling.h"
 
 using namespace alexconv;
@@ -30,6 +35,49 @@ bool dividers_ok() {
                     (long long)by(n), (long long)(n / d));
         return false;
       }
+    }
+  }
+  return true;
+}
+
+bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
+  const s2d::Plan plan = s2d::make_plan(n, oh, ow);
+  if (plan.strips == 0 || plan.cells > s2d::kPlaneRecords || plan.wv < (ow + plan.strips - 1) / plan.strips + 2) {
+    std::printf("bad s2d plan for %ld %ld %ld: strips %ld cells %ld\n", n, h, w, long(plan.strips),
+                long(plan.cells));
+    return false;
+  }
+  std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
+  for (long t = 0; t < plan.tiles; ++t) {
+    const s2d::Tile tile = s2d::decode_tile(plan, t);
+    if (tile.base < 0 || tile.base >= plan.wv) {
+      std::printf("s2d tile %ld of %ld %ld %ld: base %ld\n", t, n, h, w, long(tile.base));
+      return false;
+    }
+    for (long local = 0; local < s2d::kTilePixels; ++local) {
+      const long v = tile.v0 + local, oy = v / plan.wv, x = v % plan.wv;
+      if (oy >= oh || x >= tile.width) continue;  // a virtual column or a row past the image
+      for (long dy = 0; dy < s2d::kTaps1D; ++dy) {
+        for (long dx = 0; dx < s2d::kTaps1D; ++dx) {
+          const long cell = tile.base + local + dy * plan.wv + dx;
+          if (cell >= plan.cells || cell / plan.wv != oy - tile.oy0 + dy ||
+              cell % plan.wv != x + dx) {
+            std::printf("s2d tile %ld of %ld %ld %ld: pixel (%ld, %ld) tap (%ld, %ld) reads cell %ld\n",
+                        t, n, h, w, oy, x, dy, dx, cell);
+            return false;
+          }
+        }
+      }
+      if (seen[(size_t(tile.n) * oh + oy) * ow + tile.x0 + x]++) {
+        std::printf("s2d: pixel (%ld, %ld, %ld) in two tiles\n", long(tile.n), oy, tile.x0 + x);
+        return false;
+      }
+    }
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) {
+      std::printf("s2d: pixel %zu of %ld %ld %ld in no tile\n", i, n, h, w);
+      return false;
     }
   }
   return true;
@@ -94,6 +142,7 @@ int main() {
         return 1;
       }
     }
+    if (!s2d_plan_ok(n, h, w, oh, ow)) return 1;
   }
   std::printf("ok\n");
   return 0;
