@@ -60,11 +60,11 @@ for step in "${steps[@]}"; do
       # Hardware counters for one mode's kernel (PROFILE_MODE, default fp32; PROFILE_BATCH,
       # default 256), plus per-SASS-instruction stall samples (CSV) to read back on the CPU machine.
       mode=${PROFILE_MODE:-fp32} batch=${PROFILE_BATCH:-256}
-      run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 \
+      run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 \
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section WarpStateStats --section SchedulerStats --section InstructionStats \
         --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py "$mode" --batch "$batch"
-      ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 --launch-count 1 \
+      ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
     *) echo "unknown step $step"; exit 2 ;;
