@@ -352,7 +352,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
 // slot (false only for the first use of each slot, in the kernel's prologue).
 template <class Mode, Staging kStaging>
 __device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
-                            typename Mode::Word* slots, RingBarriers& ring, StageCursor& at,
+                            typename Mode::Word* slots, RingBarriers& ring, StageCursor<>& at,
                             RingPos<>& pos, bool wait_for_slot, int warp, int lane) {
   if constexpr (kStaging == Staging::kTma) {
     if (at.valid(plan) && warp == 0 && lane == 0) {
@@ -376,11 +376,11 @@ __device__ void issue_stage(const Problem& p, const void* window_map, const Tile
 // conversion. The first kStages - 1 stages were issued by the kernel's prologue.
 template <class Mode, Staging kStaging>
 __device__ void produce_async(const Problem& p, const void* window_map, const TilePlan& plan,
-                              typename Mode::Word* slots, RingBarriers& ring, StageCursor& copy_at,
+                              typename Mode::Word* slots, RingBarriers& ring, StageCursor<>& copy_at,
                               RingPos<>& copy_pos, mma::Round round, int warp, int lane) {
   constexpr bool kTma = kStaging == Staging::kTma;
   const int pitch = int(plan.pitch);
-  StageCursor convert_at(plan);
+  StageCursor<> convert_at(plan);
   RingPos<> convert_pos;
   while (convert_at.valid(plan)) {
     typename Mode::Word* slot = slots + convert_pos.slot * kSlotElems;
@@ -409,7 +409,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
                                   typename Mode::Word* slots, RingBarriers& ring,
                                   mma::Round round, int warp, int lane) {
   typename Mode::Raw regs[kLoadsPerThread];
-  StageCursor at(plan);
+  StageCursor<> at(plan);
   RingPos<> pos;
   while (at.valid(plan)) {
     load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
@@ -428,7 +428,7 @@ template <class Mode, DType T, bool kWgmma>
 __device__ void consume(const Problem& p, const TilePlan& plan, const typename Mode::Word* slots,
                         RingBarriers& ring, const uint4* b_frag, const int4* koff,
                         const float* bias, uint16_t* staged, int warp, int lane) {
-  StageCursor at(plan);
+  StageCursor<> at(plan);
   RingPos<> pos;
   PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
   float acc[kMTiles][mma::kNTiles][4];
@@ -503,7 +503,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // Stage 0's window travels while B is packed; slots 1 and 2 hold raw weights
   // meanwhile, so stage 1's window is issued after it and stage 2's by the producer
   // loop (every stage up to kStages - 2 before the loop starts).
-  StageCursor copy_at(plan);
+  StageCursor<> copy_at(plan);
   RingPos<> copy_pos;
   const auto issue_first_stages = [&](int count) {
     if constexpr (kAsync) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "../conv1_geometry.h"
 #include "conv1_tiling.h"
@@ -118,15 +119,18 @@ struct RingPos {
 
 // Walks this CTA's stages: its tiles (blockIdx.x, + gridDim.x, ...) x the input
 // channels. Producers and consumers each keep their own and see the same sequence.
+// Plan: a tiling plan with `tiles` and a decode_tile(plan, index) (conv1_tiling.h,
+// conv1_s2d_plan.h).
+template <class Plan = TilePlan>
 struct StageCursor {
   int64_t tile_index;
-  Tile tile;
+  decltype(decode_tile(std::declval<const Plan&>(), int64_t(0))) tile;
   int channel = 0;
-  __device__ explicit StageCursor(const TilePlan& plan)
+  __device__ explicit StageCursor(const Plan& plan)
       : tile_index(blockIdx.x), tile(decode_tile(plan, blockIdx.x)) {}
-  __device__ bool valid(const TilePlan& plan) const { return tile_index < plan.tiles; }
+  __device__ bool valid(const Plan& plan) const { return tile_index < plan.tiles; }
   // Returns true when the cursor moved on to a new (valid) tile.
-  __device__ bool advance(const TilePlan& plan) {
+  __device__ bool advance(const Plan& plan) {
     if (++channel < kInChannels) return false;
     channel = 0;
     tile_index += gridDim.x;

@@ -26,6 +26,7 @@
 #include "conv1_direct.cuh"
 #include "conv1_dtype.cuh"
 #include "conv1_epilogue.cuh"
+#include "conv1_loads.cuh"
 #include "conv1_mma.cuh"
 #include "conv1_occupancy.cuh"
 #include "conv1_pipeline.cuh"
@@ -85,25 +86,6 @@ struct SmemLayout {
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
 };
 
-// This CTA's stages: its tiles (blockIdx.x, + gridDim.x, ...) x the input channels.
-struct Cursor {
-  int64_t index;
-  Tile tile;
-  int channel = 0;
-  __device__ explicit Cursor(const Plan& plan)
-      : index(blockIdx.x), tile(decode_tile(plan, blockIdx.x)) {}
-  __device__ bool valid(const Plan& plan) const { return index < plan.tiles; }
-  // Returns true when the cursor moved on to a new (valid) tile.
-  __device__ bool advance(const Plan& plan) {
-    if (++channel < kInChannels) return false;
-    channel = 0;
-    index += gridDim.x;
-    if (index >= plan.tiles) return false;
-    tile = decode_tile(plan, index);
-    return true;
-  }
-};
-
 // ---- producers --------------------------------------------------------------
 
 // Where a tile pixel lands: its output offset (-1: a virtual column or a row past
@@ -123,27 +105,6 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
   return px;
 }
 
-
-// A load that yields 0 where `inside` is false, without a branch or a select that
-// would wait on the load: all of a stage's loads stay in flight together.
-__device__ __forceinline__ float load_or_zero(const float* ptr, bool inside) {
-  float v;
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b32 %0, 0;\n"
-      "@p ld.global.nc.f32 %0, [%1];\n}\n"
-      : "=f"(v)
-      : "l"(ptr), "r"(int(inside)));
-  return v;
-}
-__device__ __forceinline__ uint16_t load_or_zero(const uint16_t* ptr, bool inside) {
-  uint16_t v;
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b16 %0, 0;\n"
-      "@p ld.global.nc.b16 %0, [%1];\n}\n"
-      : "=h"(v)
-      : "l"(ptr), "r"(int(inside)));
-  return v;
-}
 
 // Load unit u of a window: row pair j = u / cells, cell r = u % cells.
 struct UnitPlace {
@@ -259,7 +220,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   using Raw = typename Mode::Raw;
   const int thread = warp * 32 + lane;
   Raw v[kMaxUnitsPerThread][kUnitValues];
-  Cursor at(plan);
+  StageCursor<Plan> at(plan);
   RingPos<Staged<Mode>::kSlots> pos;
   bool tile_nonfinite = false;  // warp-uniform
   int parity = 0;               // of the tile count

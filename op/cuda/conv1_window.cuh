@@ -10,6 +10,7 @@
 
 #include "../conv1_geometry.h"
 #include "conv1_launch.h"
+#include "conv1_loads.cuh"
 #include "conv1_mma.cuh"
 #include "conv1_pipeline.cuh"
 #include "conv1_tiling.h"
@@ -56,18 +57,8 @@ struct WindowWalk {
   }
 };
 
-// A 16-bit load that yields 0 where `inside` is false, without a branch or a
-// select that would wait on the load (all of a stage's loads must stay in flight
-// together). Only the register path -- 16-bit inputs -- loads element-wise.
-__device__ __forceinline__ uint16_t load_or_zero(const uint16_t* ptr, bool inside) {
-  uint16_t v;
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b16 %0, 0;\n"
-      "@p ld.global.nc.b16 %0, [%1];\n}\n"
-      : "=h"(v)
-      : "l"(ptr), "r"(int(inside)));
-  return v;
-}
+// Only the register path -- 16-bit inputs -- loads element-wise (load_or_zero,
+// conv1_loads.cuh).
 
 template <class Mode>
 __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const Problem& p,

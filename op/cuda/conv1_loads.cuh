@@ -1,0 +1,33 @@
+// Element loads for staging windows through registers: a load that yields 0 where
+// `inside` is false (padding, past the image), without a branch or a select that
+// would wait on the load, so that all of a stage's loads stay in flight together.
+// The input is read-only for the kernel's lifetime (.nc).
+#pragma once
+
+#include <cstdint>
+
+namespace alexconv {
+namespace cuda {
+
+__device__ __forceinline__ uint16_t load_or_zero(const uint16_t* ptr, bool inside) {
+  uint16_t v;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b16 %0, 0;\n"
+      "@p ld.global.nc.b16 %0, [%1];\n}\n"
+      : "=h"(v)
+      : "l"(ptr), "r"(int(inside)));
+  return v;
+}
+
+__device__ __forceinline__ float load_or_zero(const float* ptr, bool inside) {
+  float v;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\nmov.b32 %0, 0;\n"
+      "@p ld.global.nc.f32 %0, [%1];\n}\n"
+      : "=f"(v)
+      : "l"(ptr), "r"(int(inside)));
+  return v;
+}
+
+}  // namespace cuda
+}  // namespace alexconv
