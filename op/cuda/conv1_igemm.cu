@@ -35,23 +35,13 @@
 #include "conv1_occupancy.cuh"
 #include "conv1_pipeline.cuh"
 #include "conv1_tiling.h"
+#include "conv1_tma.h"
 #include "conv1_weights.cuh"
 #include "conv1_window.cuh"
 
 namespace alexconv {
 namespace cuda {
 namespace {
-
-// The input's TMA descriptor, a kernel parameter of every implicit-GEMM kernel
-// (read by the TMA-staged ones only). CUDA 11 has no TMA: a stand-in of its size
-// keeps the sm_80 kernels buildable there.
-#if CUDA_VERSION >= 12000
-using WindowMap = CUtensorMap;
-#else
-struct alignas(64) WindowMap {
-  unsigned long long opaque[16];
-};
-#endif
 
 constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 using mma::kTapsPerChannel;
@@ -548,30 +538,6 @@ Staging choose_staging(const Problem& p) {
   return Staging::kRegisters;
 }
 
-#if defined(ALEXCONV_BUILT_FOR_SM90A)
-// cuTensorMapEncodeTiled, through the runtime (no link to the driver library);
-// null where the driver lacks it.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                             cudaEnableDefault, &found);
-#else
-    const cudaError_t err =
-        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();  // the launch check must not report this
-      fn = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
-#endif
-
 // Turns `plan` into a TMA plan with `map` describing the input, every window
 // copied as one window_box (conv1_tiling.h). Returns false where TMA cannot take
 // this input (no box fits, or the driver rejects the strides), which then stays
@@ -579,24 +545,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 template <class Mode>
 bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
-  constexpr int64_t kElem = sizeof(typename Mode::Raw);
-  const WindowBox window = window_box(plan, int(kElem));
-  if (window.cols == 0) return false;
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
-                              cuuint64_t(p.batch)};
-  const cuuint64_t strides[3] = {cuuint64_t(p.in_stride[2] * kElem),
-                                 cuuint64_t(p.in_stride[1] * kElem),
-                                 cuuint64_t(p.in_stride[0] * kElem)};
-  const cuuint32_t box[4] = {cuuint32_t(window.cols), cuuint32_t(window.rows), 1, 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  const CUresult status = encode(
-      &map, kElem == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
-      const_cast<void*>(p.input), dims, strides, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
-  if (status != CUDA_SUCCESS) return false;
+  const WindowBox window = window_box(plan, int(sizeof(typename Mode::Raw)));
+  if (window.cols == 0 || !encode_window_map(p, window.cols, window.rows, map)) return false;
   plan.pitch = window.cols;
   plan.box_rows = window.rows;
   return true;
@@ -679,6 +629,56 @@ size_t igemm_smem_bytes(const Problem& p) {
 }
 
 }  // namespace
+
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+namespace {
+// cuTensorMapEncodeTiled, through the runtime (no link to the driver library);
+// null where the driver lacks it.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+#else
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // the launch check must not report this
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+}  // namespace
+#endif
+
+bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
+                              cuuint64_t(p.batch)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.in_stride[2]) * elem,
+                                 cuuint64_t(p.in_stride[1]) * elem,
+                                 cuuint64_t(p.in_stride[0]) * elem};
+  const cuuint32_t box[4] = {cuuint32_t(cols), cuuint32_t(rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUresult status = encode(
+      &map, elem == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
+      const_cast<void*>(p.input), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
+  return status == CUDA_SUCCESS;
+#else
+  (void)p, (void)cols, (void)rows, (void)map;
+  return false;
+#endif
+}
 
 // wgmma code exists only where CMake built the kernels for sm_90a.
 bool wgmma_available(const DeviceInfo& device) {

@@ -103,6 +103,11 @@ __device__ __forceinline__ void barrier_wait(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// A named barrier of the 4 producer warps (consumers never wait on it).
+__device__ __forceinline__ void producer_barrier() {
+  asm volatile("bar.sync 4, %0;\n" ::"n"(kProducerThreads) : "memory");
+}
+
 // A position in the ring: the slot and the parity of the phase its current use
 // completes.
 template <int kSlots = kStages>

@@ -32,6 +32,7 @@
 #include "conv1_pipeline.cuh"
 #include "conv1_s2d_plan.h"
 #include "conv1_tiling.h"
+#include "conv1_tma.h"
 #include "conv1_weights.cuh"
 
 namespace alexconv {
@@ -59,7 +60,11 @@ struct Staged {
   // Float32 modes keep 166 KB of B; two slots are what remains.
   static constexpr int kSlots = kFloat ? 2 : 4;
   static constexpr int kSlotBytes = kPlanes * kPlaneBytes;
+  // TMA staging (16-bit inputs whose rows allow it): raw boxes land in their own
+  // slots and the producers permute them into records. Float32 modes have no room.
+  static constexpr int kRawSlots = kFloat ? 0 : 2;
 };
+constexpr int kRawSlotBytes = 16384;
 
 // full: every producer thread arrived (window staged); empty: every consumer
 // thread did (slot free). nonfinite[tile parity]: byte w set when producer warp w
@@ -69,6 +74,7 @@ template <int kSlots>
 struct Ring {
   uint64_t full[kSlots];
   uint64_t empty[kSlots];
+  uint64_t landed[2];  // TMA staging: raw slot r's box has arrived
   uint32_t nonfinite[2];
 };
 
@@ -79,7 +85,8 @@ struct SmemLayout {
   static constexpr size_t kBiasAt = kTapsAt + kTapSteps * 16;
   static constexpr size_t kRingAt = kBiasAt + kOutChannels * sizeof(float);
   static constexpr size_t kSlotsAt = (kRingAt + sizeof(Ring<Staged<Mode>::kSlots>) + 127) / 128 * 128;
-  static constexpr size_t kStagedAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
+  static constexpr size_t kRawAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
+  static constexpr size_t kStagedAt = kRawAt + size_t(Staged<Mode>::kRawSlots) * kRawSlotBytes;
   static constexpr bool kStagedStores = !Staged<Mode>::kFloat;
   static constexpr size_t kTotal =
       kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
@@ -251,6 +258,92 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   }
 }
 
+// The first input column of a tile's TMA box, 16-byte aligned (the hardware needs
+// it), and how far into each box row the window's column 0 sits.
+__device__ __forceinline__ int box_skew(const Tile& tile) {
+  return int(((tile.x0 * kStride - kPad) % 8 + 8) % 8);  // 8 16-bit elements per 16 bytes
+}
+__device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
+                                          const Tile& tile, int channel, uint64_t* landed) {
+  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(uint16_t)));
+  tma_load_box(raw, map, int(tile.x0 * kStride - kPad) - box_skew(tile),
+               int(tile.oy0 * kStride - kPad), channel, int(tile.n), landed);
+}
+
+// Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
+// each landed box into records (4 aligned 32-bit shared loads per record, no global
+// addresses or bound checks: the copy engine zero-filled what lies outside the input).
+template <class Mode, DType T>
+__device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
+                            unsigned char* slots, const unsigned char* raw,
+                            Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
+  const int thread = warp * 32 + lane;
+  const int cells = int(plan.cells), pitch = int(plan.box_cols);
+  StageCursor<Plan> at(plan), copy(plan);
+  RingPos<Staged<Mode>::kSlots> pos;
+  RingPos<2> raw_pos, copy_pos;
+  const auto issue_next = [&] {
+    if (thread == 0 && copy.valid(plan)) {
+      issue_box(smem_address(raw + copy_pos.slot * kRawSlotBytes), map, plan, copy.tile,
+                copy.channel, &ring.landed[copy_pos.slot]);
+    }
+    copy.advance(plan);
+    copy_pos.advance();
+  };
+  issue_next();
+  issue_next();
+  bool tile_nonfinite = false;  // warp-uniform
+  int parity = 0;               // of the tile count
+  constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
+  while (at.valid(plan)) {
+    barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    const unsigned char* box = raw + raw_pos.slot * kRawSlotBytes;
+    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
+    const int skew = box_skew(at.tile);
+    uint32_t special = 0;
+#pragma unroll
+    for (int k = 0; k < kMaxUnitsPerThread; ++k) {
+      const int u = thread + k * kProducerThreads;
+      if (u >= 2 * cells) break;
+      const UnitPlace unit = unit_place(u, cells);
+      const int y = int(plan.by_wv(unit.cell)), x = unit.cell - y * int(plan.wv);
+      // Box row 4y + 2j (+1), columns skew + 4x .. + 3: two 32-bit words per row.
+      const uint32_t* row0 = reinterpret_cast<const uint32_t*>(
+          box + ((4 * y + 2 * unit.j) * pitch + skew + 4 * x) * int(sizeof(uint16_t)));
+      const uint32_t* row1 = row0 + pitch / 2;
+      const uint4 record = make_uint4(row0[0], row0[1], row1[0], row1[1]);
+      special |= __vcmpeq2(record.x & kExponents, kExponents) |
+                 __vcmpeq2(record.y & kExponents, kExponents) |
+                 __vcmpeq2(record.z & kExponents, kExponents) |
+                 __vcmpeq2(record.w & kExponents, kExponents);
+      *reinterpret_cast<uint4*>(slot + unit.j * kPlaneBytes + unit.cell * kRecordBytes) = record;
+    }
+    tile_nonfinite |= __any_sync(0xffffffffu, special != 0);
+    const bool last = at.channel == kInChannels - 1;
+    if (last && lane == 0) {
+      reinterpret_cast<volatile uint8_t*>(&ring.nonfinite[parity])[warp] = tile_nonfinite;
+    }
+    // The records were written through the generic proxy (wgmma reads them through
+    // the async proxy), and the box was read through it before a copy overwrites it.
+    fence_async_proxy();
+    producer_barrier();  // every producer is done with the box
+    issue_next();
+    barrier_arrive(&ring.full[pos.slot]);
+    if (last) {
+      barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
+      if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
+        store_exact_tile<T>(p, plan, at.tile, thread);
+      }
+      tile_nonfinite = false;
+      parity ^= 1;
+    }
+    at.advance(plan);
+    pos.advance();
+    raw_pos.advance();
+  }
+}
+
 // ---- consumers --------------------------------------------------------------
 
 // One tap of one stage: acc += A (64 records from `a`) x B (the tap's blocks at `b`).
@@ -368,9 +461,10 @@ __device__ __forceinline__ uint8_t step_tap(int step, int k) {
   return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : kTapsPerChannel);
 }
 
-template <class Mode, DType T>
+template <class Mode, DType T, bool kTma>
 __global__ void __launch_bounds__(kTileThreads, 1)
-    conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan) {
+    conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
+                     const __grid_constant__ WindowMap map) {
   using Layout = SmemLayout<Mode>;
   using Raw = typename Mode::Raw;
   constexpr int kSlots = Staged<Mode>::kSlots;
@@ -390,6 +484,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
       barrier_init(&ring.full[s], kProducerThreads);
       barrier_init(&ring.empty[s], kConsumerThreads);
     }
+    for (int r = 0; r < 2; ++r) barrier_init(&ring.landed[r], 1);
+    barrier_init_fence();
   }
   if (tid < kTapSteps * 16) k_taps[tid] = step_tap(tid / 16, tid % 16);
   if (tid < kOutChannels) {
@@ -407,6 +503,10 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   if (warp < kConsumerWarps) {
     consume<Mode, T>(p, plan, slots, ring, smem, bias,
                      reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
+  } else if constexpr (kTma) {
+    static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
+    produce_tma<Mode, T>(p, plan, &map, slots, smem + Layout::kRawAt, ring, warp - kConsumerWarps,
+                         lane);
   } else {
     produce<Mode, T>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
   }
@@ -417,17 +517,46 @@ constexpr size_t smem_bytes() {
   return SmemLayout<Mode>::kTotal;
 }
 
-template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const Plan plan = make_plan(p.batch, p.out_h, p.out_w);
-  if (plan.tiles == 0) return cudaSuccess;
-  constexpr auto kernel = conv1_s2d_kernel<Mode, T>;
+template <class Mode, DType T, bool kTma>
+cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
+                          const DeviceInfo& device, cudaStream_t stream) {
+  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma>;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem_bytes<Mode>(), kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
-  kernel<<<unsigned(grid), kTileThreads, smem_bytes<Mode>(), stream>>>(p, plan);
+  kernel<<<unsigned(grid), kTileThreads, smem_bytes<Mode>(), stream>>>(p, plan, map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+// TMA staging for 16-bit inputs: rows unit-stride and 16-byte aligned, and a box of
+// every window (its rows x the virtual width's columns plus the alignment skew) that
+// fits a raw slot. Sets the plan's box and encodes `map`.
+bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
+  constexpr int64_t kPerUnit = 8;  // 16-bit elements per 16 bytes
+  const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
+                       p.in_stride[2] % kPerUnit == 0 && p.in_stride[1] % kPerUnit == 0 &&
+                       p.in_stride[0] % kPerUnit == 0;
+  const int64_t cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
+  const int64_t rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  if (!aligned || cols > 256 || rows > 256 || cols * rows * 2 > kRawSlotBytes ||
+      !encode_window_map(p, cols, rows, map)) {
+    return false;
+  }
+  plan.box_cols = cols;
+  plan.box_rows = rows;
+  return true;
+}
+
+template <class Mode, DType T>
+cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  Plan plan = make_plan(p.batch, p.out_h, p.out_w);
+  if (plan.tiles == 0) return cudaSuccess;
+  WindowMap map{};  // read by TMA kernels only
+  if constexpr (Staged<Mode>::kRawSlots > 0) {
+    if (make_tma_plan(p, plan, map)) return launch_kernel<Mode, T, true>(p, plan, map, device, stream);
+  }
+  return launch_kernel<Mode, T, false>(p, plan, map, device, stream);
 }
 
 size_t smem_bytes_for(const Problem& p) {

@@ -242,10 +242,6 @@ __device__ void convert_window_as(typename Mode::Word* slot, int units, int thre
   }
 }
 
-// A named barrier of the 4 producer warps (consumers never wait on it).
-__device__ __forceinline__ void producer_barrier() {
-  asm volatile("bar.sync 4, %0;\n" ::"n"(kProducerThreads) : "memory");
-}
 
 // Once the whole window has landed in the slot (every producer's copies), the
 // producers turn its float32 elements into MMA words in place (16-bit elements are

@@ -1,0 +1,31 @@
+// The input's TMA descriptor (Hopper tensor copies), shared by both implicit-GEMM
+// kernels: a kernel parameter of each (read by their TMA-staged variants only).
+// Encoded on the host through the runtime's driver entry point (no link to the
+// driver library). CUDA 11 has no TMA: a stand-in of its size keeps the sm_80
+// kernels buildable there.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "conv1_launch.h"
+
+namespace alexconv {
+namespace cuda {
+
+#if CUDA_VERSION >= 12000
+using WindowMap = CUtensorMap;
+#else
+struct alignas(64) WindowMap {
+  unsigned long long opaque[16];
+};
+#endif
+
+// Describes the input (W, H, channel, image; any strides the driver accepts) for
+// copies of cols x rows boxes of one channel of one image, zeros outside the input.
+// False where this build, the driver or the strides do not allow it.
+bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map);
+
+}  // namespace cuda
+}  // namespace alexconv
