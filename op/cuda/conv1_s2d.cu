@@ -219,6 +219,31 @@ __device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan
   }
 }
 
+// The producers' side of the Inf/NaN rule: each warp ORs what it staged over a
+// tile's windows and publishes its byte before the tile's last arrival on `full`;
+// once every warp's byte is in, the producers store a flagged tile exactly.
+struct NonfiniteTiles {
+  bool seen = false;  // warp-uniform
+  int parity = 0;     // of the tile count
+  // After staging a stage's records, before arriving on its `full`.
+  template <int kSlots>
+  __device__ void staged(bool nonfinite, bool last, Ring<kSlots>& ring, int warp, int lane) {
+    seen |= __any_sync(0xffffffffu, nonfinite);
+    if (last && lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.nonfinite[parity])[warp] = seen;
+  }
+  // After arriving on the `full` (at pos) of a tile's last stage.
+  template <DType T, int kSlots>
+  __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
+                         const Plan& plan, const Tile& tile, int thread) {
+    barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
+    if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
+      store_exact_tile<T>(p, plan, tile, thread);
+    }
+    seen = false;
+    parity ^= 1;
+  }
+};
+
 // Producer warps: per stage, load the window's units into registers (in flight
 // while the slot is still being read), then write its records once the slot is free.
 template <class Mode, DType T>
@@ -229,8 +254,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   Raw v[kMaxUnitsPerThread][kUnitValues];
   StageCursor<Plan> at(plan);
   RingPos<Staged<Mode>::kSlots> pos;
-  bool tile_nonfinite = false;  // warp-uniform
-  int parity = 0;               // of the tile count
+  NonfiniteTiles flags;
   while (at.valid(plan)) {
     load_units(v, p, plan, at.tile, at.channel, thread);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
@@ -238,21 +262,11 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
     const bool nonfinite = round == Round::kNearest
                                ? store_units<Mode, Round::kNearest>(slot, v, plan, thread)
                                : store_units<Mode, Round::kTowardZero>(slot, v, plan, thread);
-    tile_nonfinite |= __any_sync(0xffffffffu, nonfinite);
     const bool last = at.channel == kInChannels - 1;
-    if (last && lane == 0) {
-      reinterpret_cast<volatile uint8_t*>(&ring.nonfinite[parity])[warp] = tile_nonfinite;
-    }
+    flags.staged(nonfinite, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) {
-      barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
-      if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
-        store_exact_tile<T>(p, plan, at.tile, thread);
-      }
-      tile_nonfinite = false;
-      parity ^= 1;
-    }
+    if (last) flags.finish<T>(ring, pos, p, plan, at.tile, thread);
     at.advance(plan);
     pos.advance();
   }
@@ -292,8 +306,7 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
   };
   issue_next();
   issue_next();
-  bool tile_nonfinite = false;  // warp-uniform
-  int parity = 0;               // of the tile count
+  NonfiniteTiles flags;
   constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
   while (at.valid(plan)) {
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
@@ -319,25 +332,15 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
                  __vcmpeq2(record.w & kExponents, kExponents);
       *reinterpret_cast<uint4*>(slot + unit.j * kPlaneBytes + unit.cell * kRecordBytes) = record;
     }
-    tile_nonfinite |= __any_sync(0xffffffffu, special != 0);
     const bool last = at.channel == kInChannels - 1;
-    if (last && lane == 0) {
-      reinterpret_cast<volatile uint8_t*>(&ring.nonfinite[parity])[warp] = tile_nonfinite;
-    }
+    flags.staged(special != 0, last, ring, warp, lane);
     // The records were written through the generic proxy (wgmma reads them through
     // the async proxy), and the box was read through it before a copy overwrites it.
     fence_async_proxy();
     producer_barrier();  // every producer is done with the box
     issue_next();
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) {
-      barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
-      if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
-        store_exact_tile<T>(p, plan, at.tile, thread);
-      }
-      tile_nonfinite = false;
-      parity ^= 1;
-    }
+    if (last) flags.finish<T>(ring, pos, p, plan, at.tile, thread);
     at.advance(plan);
     pos.advance();
     raw_pos.advance();
