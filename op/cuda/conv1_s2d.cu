@@ -13,9 +13,9 @@
 //
 // The zero-weight taps (ky or kx = 11) multiply real input cells of the
 // neighbouring pixels. A zero weight times an Inf or NaN input is NaN where
-// F.conv2d has none, so a tile whose windows hold any non-finite input is computed
-// again value by value (conv1_direct.cuh) before it is stored: exact, and only for
-// such tiles.
+// F.conv2d has none, so for a tile whose windows hold any non-finite input the
+// consumers skip their stores and the producers store it value by value
+// (conv1_direct.cuh): exact, and only for such tiles.
 #include "conv1_launch.h"
 
 #include <algorithm>
@@ -93,8 +93,6 @@ struct SmemLayout {
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
 };
 
-// ---- producers --------------------------------------------------------------
-
 // Where a tile pixel lands: its output offset (-1: a virtual column or a row past
 // the image) and coordinates.
 struct Pixel {
@@ -112,6 +110,7 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
   return px;
 }
 
+// ---- producers --------------------------------------------------------------
 
 // Load unit u of a window: row pair j = u / cells, cell r = u % cells.
 struct UnitPlace {
@@ -125,8 +124,9 @@ __device__ __forceinline__ UnitPlace unit_place(int u, int cells) {
 // Issues the loads of this thread's units (u = thread, thread + 128, ...) of the
 // window of (tile, channel); any strides. Padding and cells past the image load 0.
 template <class Raw>
-__device__ __forceinline__ void load_units(Raw (&v)[kMaxUnitsPerThread][kUnitValues], const Problem& p,
-                           const Plan& plan, const Tile& tile, int channel, int thread) {
+__device__ __forceinline__ void load_units(Raw (&v)[kMaxUnitsPerThread][kUnitValues],
+                                           const Problem& p, const Plan& plan, const Tile& tile,
+                                           int channel, int thread) {
   const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                      channel * p.in_stride[1];
   const int cells = int(plan.cells);
@@ -153,11 +153,19 @@ __device__ __forceinline__ void load_units(Raw (&v)[kMaxUnitsPerThread][kUnitVal
   }
 }
 
+// Whether a word of two packed 16-bit values holds an Inf or NaN (all-ones exponent).
+template <class Mode>
+__device__ __forceinline__ uint32_t nonfinite_halves(uint32_t word) {
+  constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
+  return __vcmpeq2(word & kExponents, kExponents);
+}
+
 // Writes this thread's units as records into the slot's planes (in the MMA's
 // operand format). Returns whether one of them holds an Inf or NaN.
 template <class Mode, Round kRound>
-__device__ __forceinline__ bool store_units(unsigned char* slot, const typename Mode::Raw (&v)[kMaxUnitsPerThread][kUnitValues],
-                            const Plan& plan, int thread) {
+__device__ __forceinline__ bool store_units(
+    unsigned char* slot, const typename Mode::Raw (&v)[kMaxUnitsPerThread][kUnitValues],
+    const Plan& plan, int thread) {
   const int cells = int(plan.cells);
   const auto record = [&](int plane, int cell) {
     return reinterpret_cast<uint4*>(slot + plane * kPlaneBytes + cell * kRecordBytes);
@@ -190,9 +198,8 @@ __device__ __forceinline__ bool store_units(unsigned char* slot, const typename 
       uint32_t w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
-      constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) special |= __vcmpeq2(w[i] & kExponents, kExponents);
+      for (int i = 0; i < 4; ++i) special |= nonfinite_halves<Mode>(w[i]);
       *record(at.j, at.cell) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
@@ -307,7 +314,6 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
   issue_next();
   issue_next();
   NonfiniteTiles flags;
-  constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
   while (at.valid(plan)) {
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
@@ -326,10 +332,8 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
           box + ((4 * y + 2 * unit.j) * pitch + skew + 4 * x) * int(sizeof(uint16_t)));
       const uint32_t* row1 = row0 + pitch / 2;
       const uint4 record = make_uint4(row0[0], row0[1], row1[0], row1[1]);
-      special |= __vcmpeq2(record.x & kExponents, kExponents) |
-                 __vcmpeq2(record.y & kExponents, kExponents) |
-                 __vcmpeq2(record.z & kExponents, kExponents) |
-                 __vcmpeq2(record.w & kExponents, kExponents);
+      special |= nonfinite_halves<Mode>(record.x) | nonfinite_halves<Mode>(record.y) |
+                 nonfinite_halves<Mode>(record.z) | nonfinite_halves<Mode>(record.w);
       *reinterpret_cast<uint4*>(slot + unit.j * kPlaneBytes + unit.cell * kRecordBytes) = record;
     }
     const bool last = at.channel == kInChannels - 1;
@@ -572,19 +576,25 @@ size_t smem_bytes_for(const Problem& p) {
   return ~size_t(0);
 }
 
+// The plan, where this device and build can run the kernel at all (strips == 0: not).
+Plan plan_on(const Problem& p, const DeviceInfo& device) {
+  if (!wgmma_available(device) || smem_bytes_for(p) > device.max_smem_per_block_optin) return {};
+  return make_plan(p.batch, p.out_h, p.out_w);
+}
+
 }  // namespace
 }  // namespace s2d
 
 bool s2d_supported(const Problem& p, const DeviceInfo& device) {
-  return wgmma_available(device) && s2d::make_plan(p.batch, p.out_h, p.out_w).strips > 0 &&
-         s2d::smem_bytes_for(p) <= device.max_smem_per_block_optin;
+  return s2d::plan_on(p, device).strips > 0;
 }
 
 bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   // Its tiles are 192 pixels; small batches keep the register-gather engine, whose
   // plan spreads them over more CTAs.
-  if (!device.allow_wgmma || !s2d_supported(p, device) ||
-      s2d::make_plan(p.batch, p.out_h, p.out_w).tiles < s2d::kMinTilesPerSm * device.sm_count) {
+  const s2d::Plan plan = s2d::plan_on(p, device);
+  if (!device.allow_wgmma || plan.strips == 0 ||
+      plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
     return false;
   }
   // Where it wins (H200, batch 256, docs/perf-notes.md v13): its producers load

@@ -242,7 +242,6 @@ __device__ void convert_window_as(typename Mode::Word* slot, int units, int thre
   }
 }
 
-
 // Once the whole window has landed in the slot (every producer's copies), the
 // producers turn its float32 elements into MMA words in place (16-bit elements are
 // already in operand format). Whole rows are converted, pitch padding included
