@@ -35,7 +35,7 @@ for step in "${steps[@]}"; do
       find op -type f -exec touch {} +
       run_step build python3 -m pip install --no-build-isolation --no-deps -v -e . || break
       grep -E "spill|stack frame" "$OUT/build.log" | sort | uniq -c | head
-      run_step barriers bash scripts/check_barriers.sh ;;
+      run_step barriers bash scripts/check_barriers.sh || break ;;
     test)
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
         python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}

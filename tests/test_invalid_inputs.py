@@ -286,7 +286,7 @@ def test_zero_stride_bias(device):
 
 def assert_special_values_like_conv2d(out, x, w, b, limit):
     """NaN and +-Inf exactly where (and with the sign) the float64 F.conv2d has them; the
-    finite rest (most of the output) within `limit` relative norm error."""
+    finite rest within `limit` relative norm error."""
     ref = reference(x, w, b)
     assert ref.isnan().any() and ref.isinf().any()
     assert torch.equal(out.isnan(), ref.isnan()), "NaN positions differ from F.conv2d"
@@ -294,7 +294,9 @@ def assert_special_values_like_conv2d(out, x, w, b, limit):
     inf = ref.isinf()
     assert torch.equal(out[inf].double(), ref[inf]), "Inf signs differ from F.conv2d"
     finite = ref.isfinite()
-    assert finite.sum() > ref.numel() // 2
+    # Enough finite outputs for the error check to mean something: the injected values'
+    # windows can cover half of a small output (one seed in a device run made exactly half).
+    assert finite.sum() >= ref.numel() // 4
     assert rel_norm_error(out[finite], ref[finite]) <= limit
 
 

@@ -47,7 +47,16 @@ using mma::Round;
 constexpr int kUnitValues = 8;
 constexpr int kRecordBytes = 16;
 constexpr int kPlaneBytes = kPlaneRecords * kRecordBytes;
+// Load units per producer thread, a compile-time count so that a stage's units are
+// straight-line code (a branch between units keeps the compiler from overlapping
+// their loads): 6 for windows of up to 384 cells (224, 227, and smaller images, which
+// then repeat some units), 7 up to 448 (256, 512), 8 any window.
 constexpr int kMaxUnitsPerThread = (2 * kPlaneRecords + kProducerThreads - 1) / kProducerThreads;
+constexpr int kFewestUnits = 6;
+inline int units_per_thread(const Plan& plan) {
+  const int units = int((2 * plan.cells + kProducerThreads - 1) / kProducerThreads);
+  return std::max(units, kFewestUnits);
+}
 
 // What each mode stages and multiplies. K order within a (channel, tap) step of 16:
 // k = 4 ry + rx, so each 8-k core matrix column is one row pair j.
@@ -57,6 +66,8 @@ struct Staged {
   // Planes of a slot: bf16x3 hi j0, hi j1, lo j0, lo j1; tf32 one per phase row ry;
   // 16-bit j0, j1.
   static constexpr int kPlanes = kFloat ? 4 : 2;
+  // The plane of row pair j's (first) record: j * kPairStride.
+  static constexpr int kPairStride = std::is_same_v<Mode, mma::Tf32> ? 2 : 1;
   // Float32 modes keep 166 KB of B; two slots are what remains.
   static constexpr int kSlots = kFloat ? 2 : 4;
   static constexpr int kSlotBytes = kPlanes * kPlaneBytes;
@@ -65,6 +76,11 @@ struct Staged {
   static constexpr int kRawSlots = kFloat ? 0 : 2;
 };
 constexpr int kRawSlotBytes = 16384;
+// TMA-staged kernels move registers to the consumers for a second accumulator set:
+// 3 x 128 x 144 + 128 x 80 = the 64K registers of a multiprocessor.
+constexpr int kConsumerRegisters = 144, kProducerRegisters = 80;
+static_assert(kConsumerThreads * kConsumerRegisters + kProducerThreads * kProducerRegisters <= 65536,
+              "the register file");
 
 // full: every producer thread arrived (window staged); empty: every consumer
 // thread did (slot free). nonfinite[tile parity]: byte w set when producer warp w
@@ -76,6 +92,7 @@ struct Ring {
   uint64_t empty[kSlots];
   uint64_t landed[2];  // TMA staging: raw slot r's box has arrived
   uint32_t nonfinite[2];
+  uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
 };
 
 template <class Mode>
@@ -112,38 +129,61 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
 
 // ---- producers --------------------------------------------------------------
 
-// Load unit u of a window: row pair j = u / cells, cell r = u % cells.
-struct UnitPlace {
-  int j, cell;
+// Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
+// row and column from the window's first (4y + 2j, 4x), and its (first) record's
+// byte offset in a slot (row pair j starts at plane j * Staged::kPairStride).
+struct Unit {
+  int row, col, record;
 };
-__device__ __forceinline__ UnitPlace unit_place(int u, int cells) {
-  const int j = u >= cells;
-  return {j, u - j * cells};
+template <class Mode>
+__device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
+  const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
+  // j * kPairStride * kPlaneBytes + cell * kRecordBytes, folded.
+  const int pair_shift = Staged<Mode>::kPairStride * kPlaneBytes - cells * kRecordBytes;
+  return {int(kStride) * y + 2 * j, int(kStride) * x, u * kRecordBytes + j * pair_shift};
 }
 
-// Issues the loads of this thread's units (u = thread, thread + 128, ...) of the
-// window of (tile, channel); any strides. Padding and cells past the image load 0.
-template <class Raw>
-__device__ __forceinline__ void load_units(Raw (&v)[kMaxUnitsPerThread][kUnitValues],
-                                           const Problem& p, const Plan& plan, const Tile& tile,
-                                           int channel, int thread) {
+// A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
+// places are the same every stage, yet cheaper to work out again (a multiply-high,
+// a shift, a few adds) than to keep: held across the loop they spill. The thread
+// index goes through an empty asm each stage so the compiler cannot hoist them.
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+// Unit k of `thread`: past the window's last unit it repeats that one (loads stay
+// unconditional and in bounds); only its records are not written (`owned`).
+struct ThreadUnit {
+  Unit at;
+  bool owned;
+};
+template <class Mode>
+__device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k) {
+  const int u = thread + k * kProducerThreads, last = 2 * int(plan.cells) - 1;
+  return {unit_at<Mode>(plan, min(u, last)), u <= last};
+}
+
+// Issues the loads of this thread's units of the window of (tile, channel); any
+// strides. Padding and cells past the image load 0.
+template <class Mode, int kUnits, class Raw>
+__device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const Problem& p,
+                                           const Plan& plan, const Tile& tile, int channel,
+                                           int thread) {
   const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                      channel * p.in_stride[1];
-  const int cells = int(plan.cells);
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
+  const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
 #pragma unroll
-  for (int k = 0; k < kMaxUnitsPerThread; ++k) {
-    const int u = thread + k * kProducerThreads;
-    if (u >= 2 * cells) break;
-    const UnitPlace at = unit_place(u, cells);
-    const int64_t y = plan.by_wv(at.cell), x = at.cell - y * plan.wv;
-    // Negative coordinates wrap to huge unsigned values: one compare per bound.
-    const int iy = int((tile.oy0 + y) * kStride - kPad) + 2 * at.j;
-    const int ix = int((tile.x0 + x) * kStride - kPad);
+  for (int k = 0; k < kUnits; ++k) {
+    const ThreadUnit unit = thread_unit<Mode>(plan, thread, k);
+    // Negative coordinates wrap to huge unsigned values: one compare per bound. A
+    // repeated unit loads nothing.
+    const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
     const Raw* row = image + int64_t(iy) * p.in_stride[2] + int64_t(ix) * p.in_stride[3];
 #pragma unroll
     for (int ry = 0; ry < 2; ++ry) {
-      const bool row_ok = unsigned(iy + ry) < height;
+      const bool row_ok = unit.owned && unsigned(iy + ry) < height;
 #pragma unroll
       for (int rx = 0; rx < 4; ++rx) {
         v[k][ry * 4 + rx] = load_or_zero(row + ry * p.in_stride[2] + rx * p.in_stride[3],
@@ -153,57 +193,70 @@ __device__ __forceinline__ void load_units(Raw (&v)[kMaxUnitsPerThread][kUnitVal
   }
 }
 
-// Whether a word of two packed 16-bit values holds an Inf or NaN (all-ones exponent).
+// Watches packed 16-bit words for an Inf or NaN (an all-ones exponent): the largest
+// magnitude seen, two halves at a time (one 3-input max per two words on sm_90).
 template <class Mode>
-__device__ __forceinline__ uint32_t nonfinite_halves(uint32_t word) {
-  constexpr uint32_t kExponents = Mode::kIsBf16 ? 0x7f807f80u : 0x7c007c00u;
-  return __vcmpeq2(word & kExponents, kExponents);
-}
+struct HalfMagnitudes {
+  uint32_t largest = 0;
+  __device__ __forceinline__ void add(uint32_t word) { largest = __vmaxu2(largest, word & 0x7fff7fffu); }
+  __device__ __forceinline__ bool nonfinite() const {
+    constexpr uint32_t kInf = Mode::kIsBf16 ? 0x7f80u : 0x7c00u;
+    return (largest & 0xffffu) >= kInf || (largest >> 16) >= kInf;
+  }
+};
 
 // Writes this thread's units as records into the slot's planes (in the MMA's
 // operand format). Returns whether one of them holds an Inf or NaN.
-template <class Mode, Round kRound>
-__device__ __forceinline__ bool store_units(
-    unsigned char* slot, const typename Mode::Raw (&v)[kMaxUnitsPerThread][kUnitValues],
-    const Plan& plan, int thread) {
-  const int cells = int(plan.cells);
-  const auto record = [&](int plane, int cell) {
-    return reinterpret_cast<uint4*>(slot + plane * kPlaneBytes + cell * kRecordBytes);
-  };
-  float probe = 0.f;      // float32: x * 0 + probe is NaN once some x is not finite
-  uint32_t special = 0;   // 16-bit: all-ones exponents
+template <class Mode, Round kRound, int kUnits>
+__device__ __forceinline__ bool store_units(unsigned char* slot,
+                                            const typename Mode::Raw (&v)[kUnits][kUnitValues],
+                                            const Plan& plan, int thread) {
+  float probe = 0.f;  // float32: x * 0 + probe is NaN once some x is not finite
+  HalfMagnitudes<Mode> halves;
 #pragma unroll
-  for (int k = 0; k < kMaxUnitsPerThread; ++k) {
-    const int u = thread + k * kProducerThreads;
-    if (u >= 2 * cells) break;
-    const UnitPlace at = unit_place(u, cells);
+  for (int k = 0; k < kUnits; ++k) {
+    const ThreadUnit unit = thread_unit<Mode>(plan, thread, k);
+    // Row pair j's first plane (Staged::kPairStride): bf16x3 hi j, lo 2 + j; tf32
+    // 2j + ry; 16-bit j.
+    const auto record = [&](int plane) {
+      return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kPlaneBytes);
+    };
     if constexpr (Staged<Mode>::kFloat) {
 #pragma unroll
       for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[k][i], 0.f, probe);
     }
+    // Float32 conversions are long enough that a repeated unit skips them.
     if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
-      uint32_t hi[4], lo[4];
+      if (unit.owned) {
+        uint32_t hi[4], lo[4];
 #pragma unroll
-      for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[k][2 * w], v[k][2 * w + 1], hi[w], lo[w], kRound);
-      *record(at.j, at.cell) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-      *record(2 + at.j, at.cell) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[k][2 * w], v[k][2 * w + 1], hi[w], lo[w], kRound);
+        *record(0) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        *record(2) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      }
     } else if constexpr (std::is_same_v<Mode, mma::Tf32>) {
+      if (unit.owned) {
 #pragma unroll
-      for (int ry = 0; ry < 2; ++ry) {
-        *record(2 * at.j + ry, at.cell) =
-            make_uint4(mma::to_tf32(v[k][4 * ry]), mma::to_tf32(v[k][4 * ry + 1]),
-                       mma::to_tf32(v[k][4 * ry + 2]), mma::to_tf32(v[k][4 * ry + 3]));
+        for (int ry = 0; ry < 2; ++ry) {
+          *record(ry) = make_uint4(mma::to_tf32(v[k][4 * ry]), mma::to_tf32(v[k][4 * ry + 1]),
+                                   mma::to_tf32(v[k][4 * ry + 2]), mma::to_tf32(v[k][4 * ry + 3]));
+        }
       }
     } else {
       uint32_t w[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) special |= nonfinite_halves<Mode>(w[i]);
-      *record(at.j, at.cell) = make_uint4(w[0], w[1], w[2], w[3]);
+      for (int i = 0; i < 4; ++i) {
+        w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
+        halves.add(w[i]);
+      }
+      if (unit.owned) *record(0) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
-  return probe != probe || special != 0;
+  if constexpr (Staged<Mode>::kFloat) {
+    return probe != probe;
+  } else {
+    return halves.nonfinite();
+  }
 }
 
 // A tile whose windows hold Inf or NaN, stored value by value (conv1_direct.cuh) by
@@ -253,22 +306,23 @@ struct NonfiniteTiles {
 
 // Producer warps: per stage, load the window's units into registers (in flight
 // while the slot is still being read), then write its records once the slot is free.
-template <class Mode, DType T>
+template <class Mode, DType T, int kUnits>
 __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots,
                         Ring<Staged<Mode>::kSlots>& ring, Round round, int warp, int lane) {
   using Raw = typename Mode::Raw;
   const int thread = warp * 32 + lane;
-  Raw v[kMaxUnitsPerThread][kUnitValues];
+  Raw v[kUnits][kUnitValues];
   StageCursor<Plan> at(plan);
   RingPos<Staged<Mode>::kSlots> pos;
   NonfiniteTiles flags;
   while (at.valid(plan)) {
-    load_units(v, p, plan, at.tile, at.channel, thread);
+    const int t = opaque(thread);
+    load_units<Mode, kUnits>(v, p, plan, at.tile, at.channel, t);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
     const bool nonfinite = round == Round::kNearest
-                               ? store_units<Mode, Round::kNearest>(slot, v, plan, thread)
-                               : store_units<Mode, Round::kTowardZero>(slot, v, plan, thread);
+                               ? store_units<Mode, Round::kNearest, kUnits>(slot, v, plan, t)
+                               : store_units<Mode, Round::kTowardZero, kUnits>(slot, v, plan, t);
     const bool last = at.channel == kInChannels - 1;
     flags.staged(nonfinite, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
@@ -294,12 +348,13 @@ __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, co
 // Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
 // each landed box into records (4 aligned 32-bit shared loads per record, no global
 // addresses or bound checks: the copy engine zero-filled what lies outside the input).
-template <class Mode, DType T>
+// A stage's shared loads all go out before its slot is awaited and written.
+template <class Mode, DType T, int kUnits>
 __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
                             unsigned char* slots, const unsigned char* raw,
                             Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
   const int thread = warp * 32 + lane;
-  const int cells = int(plan.cells), pitch = int(plan.box_cols);
+  const int row_bytes = int(plan.box_cols * sizeof(uint16_t));
   StageCursor<Plan> at(plan), copy(plan);
   RingPos<Staged<Mode>::kSlots> pos;
   RingPos<2> raw_pos, copy_pos;
@@ -316,28 +371,33 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
   NonfiniteTiles flags;
   while (at.valid(plan)) {
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    const unsigned char* box = raw + raw_pos.slot * kRawSlotBytes;
-    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
-    const int skew = box_skew(at.tile);
-    uint32_t special = 0;
+    // Box row 4y + 2j (+1), columns skew + 4x .. + 3: two 32-bit words per row.
+    const unsigned char* box =
+        raw + raw_pos.slot * kRawSlotBytes + box_skew(at.tile) * int(sizeof(uint16_t));
+    const int t = opaque(thread);
+    uint4 record[kUnits];
 #pragma unroll
-    for (int k = 0; k < kMaxUnitsPerThread; ++k) {
-      const int u = thread + k * kProducerThreads;
-      if (u >= 2 * cells) break;
-      const UnitPlace unit = unit_place(u, cells);
-      const int y = int(plan.by_wv(unit.cell)), x = unit.cell - y * int(plan.wv);
-      // Box row 4y + 2j (+1), columns skew + 4x .. + 3: two 32-bit words per row.
-      const uint32_t* row0 = reinterpret_cast<const uint32_t*>(
-          box + ((4 * y + 2 * unit.j) * pitch + skew + 4 * x) * int(sizeof(uint16_t)));
-      const uint32_t* row1 = row0 + pitch / 2;
-      const uint4 record = make_uint4(row0[0], row0[1], row1[0], row1[1]);
-      special |= nonfinite_halves<Mode>(record.x) | nonfinite_halves<Mode>(record.y) |
-                 nonfinite_halves<Mode>(record.z) | nonfinite_halves<Mode>(record.w);
-      *reinterpret_cast<uint4*>(slot + unit.j * kPlaneBytes + unit.cell * kRecordBytes) = record;
+    for (int k = 0; k < kUnits; ++k) {
+      const Unit unit = thread_unit<Mode>(plan, t, k).at;
+      const unsigned char* first = box + unit.row * row_bytes + unit.col * int(sizeof(uint16_t));
+      const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
+      const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
+      record[k] = make_uint4(row0[0], row0[1], row1[0], row1[1]);
+    }
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
+    HalfMagnitudes<Mode> halves;
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      const ThreadUnit unit = thread_unit<Mode>(plan, t, k);
+      if (unit.owned) *reinterpret_cast<uint4*>(slot + unit.at.record) = record[k];
+      halves.add(record[k].x);
+      halves.add(record[k].y);
+      halves.add(record[k].z);
+      halves.add(record[k].w);
     }
     const bool last = at.channel == kInChannels - 1;
-    flags.staged(special != 0, last, ring, warp, lane);
+    flags.staged(halves.nonfinite(), last, ring, warp, lane);
     // The records were written through the generic proxy (wgmma reads them through
     // the async proxy), and the box was read through it before a copy overwrites it.
     fence_async_proxy();
@@ -390,71 +450,137 @@ __device__ Rows thread_rows(const Plan& plan, const Tile& tile, const Problem& p
   return r;
 }
 
-// Consumer warps: per stage, 9 taps of MMAs on the slot's window; a stage's MMAs
-// run while the next stage's are issued, and its slot is released once they are
-// done. After a tile's last channel, store (the accumulators began at the bias).
-// The channel loop is unrolled so that every wgmma wait sits on a path the compiler
-// can follow: a wait under a data-dependent branch makes ptxas serialise every
-// wgmma of the kernel (C7518).
+// The consumer warps' side of the ring: per stage, 9 taps of MMAs on the slot's
+// window; a stage's MMAs run while the next stage's are issued, and its slot is
+// released once they are done. Every wgmma wait sits on a path the compiler can
+// follow (the stage loops are unrolled): a wait under a data-dependent branch makes
+// ptxas serialise every wgmma of the kernel (C7518).
 template <class Mode, DType T>
-__device__ void consume(const Problem& p, const Plan& plan, const unsigned char* slots,
-                        Ring<Staged<Mode>::kSlots>& ring, const unsigned char* b_all,
-                        const float* bias, uint16_t* staged, int warp, int lane) {
+struct Consumer {
+  const Problem& p;
+  const Plan& plan;
+  Ring<Staged<Mode>::kSlots>& ring;
+  const uint32_t slots, b_all;  // shared-memory addresses
+  const float* bias;
+  uint16_t* staged;
+  const int warp, lane;
   RingPos<Staged<Mode>::kSlots> pos;
-  const uint32_t wv_bytes = uint32_t(plan.wv) * kRecordBytes;
-  int parity = 0;  // of the tile count
-  for (int64_t index = blockIdx.x; index < plan.tiles; index += gridDim.x) {
-    const Tile tile = decode_tile(plan, index);
-    // Zeros, with the bias added after the MMAs: accumulators set from loaded values
-    // before the wait loop make ptxas serialise every wgmma (C7520).
-    float acc[kMTiles][mma::kNTiles][4] = {};
-    int in_flight = 0;  // the slot of the stage whose MMAs may still run
+  int in_flight = -1;  // the slot of the stage whose MMAs may still run
+  int parity = 0;      // of the tile count
+
+  // Issues stage (tile, channel)'s MMAs into acc, then releases the stage before it.
+  // `base`: the tile's first pixel's cell in its window (Tile::base).
+  __device__ __forceinline__ void stage(float (&acc)[kMTiles][mma::kNTiles][4], int base,
+                                        int channel) {
+    const uint32_t wv_bytes = uint32_t(plan.wv) * kRecordBytes;
+    barrier_wait(&ring.full[pos.slot], pos.phase);
+    __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
+    // Addresses read from lane 0 are known warp-uniform: the descriptors are then
+    // built in uniform registers.
+    const uint32_t a = __shfl_sync(
+        0xffffffffu,
+        slots + pos.slot * Staged<Mode>::kSlotBytes + uint32_t(base + (warp >> 2) * 64) * kRecordBytes,
+        0);
+    const uint32_t b = __shfl_sync(
+        0xffffffffu, b_all + channel * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes, 0);
+    wgmma::fence();
 #pragma unroll
-    for (int channel = 0; channel < kInChannels; ++channel) {
-      barrier_wait(&ring.full[pos.slot], pos.phase);
-      __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
-      // Addresses read from lane 0 are known warp-uniform: the descriptors are then
-      // built in uniform registers.
-      const uint32_t a = __shfl_sync(
-          0xffffffffu,
-          smem_address(slots) + pos.slot * Staged<Mode>::kSlotBytes +
-              uint32_t(tile.base + (warp >> 2) * 64) * kRecordBytes,
-          0);
-      const uint32_t b = __shfl_sync(
-          0xffffffffu,
-          smem_address(b_all) + channel * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes, 0);
-      wgmma::fence();
+    for (int dy = 0; dy < kTaps1D; ++dy) {
 #pragma unroll
-      for (int dy = 0; dy < kTaps1D; ++dy) {
-#pragma unroll
-        for (int dx = 0; dx < kTaps1D; ++dx) {
-          multiply_tap<Mode>(acc[0], a + dy * wv_bytes + dx * kRecordBytes,
-                             b + (dy * kTaps1D + dx) * Mode::kWgBlocks * wgmma::kBlockBytes);
-        }
+      for (int dx = 0; dx < kTaps1D; ++dx) {
+        multiply_tap<Mode>(acc[0], a + dy * wv_bytes + dx * kRecordBytes,
+                           b + (dy * kTaps1D + dx) * Mode::kWgBlocks * wgmma::kBlockBytes);
       }
-      wgmma::commit();
-      if (channel > 0) {
-        wgmma::wait<1>();  // the previous stage's MMAs are done with its slot
-        barrier_arrive(&ring.empty[in_flight]);
-      }
-      in_flight = pos.slot;
-      pos.advance();
     }
+    wgmma::commit();
+    if (in_flight >= 0) {
+      wgmma::wait<1>();  // the previous stage's MMAs are done with its slot
+      barrier_arrive(&ring.empty[in_flight]);
+    }
+    in_flight = pos.slot;
+    pos.advance();
+  }
+  // Waits for the last stage's MMAs: acc is final and nothing is in flight.
+  __device__ __forceinline__ void drain(float (&acc)[kMTiles][mma::kNTiles][4]) {
     wgmma::wait<0>();
     wgmma::fence_accumulators(acc[0]);
     barrier_arrive(&ring.empty[in_flight]);
-    add_bias(acc, bias, lane & 3);
-    // The same in every consumer thread (their group barriers match): the producers
-    // store a tile whose input holds Inf or NaN.
+    in_flight = -1;
+  }
+  // A tile's three stages into acc, which starts at zero (accumulators set from loaded
+  // values before the wait loop make ptxas serialise every wgmma, C7520), the first
+  // stage before `meanwhile` runs.
+  template <class Meanwhile>
+  __device__ __forceinline__ void multiply(float (&acc)[kMTiles][mma::kNTiles][4], int base,
+                                           const Meanwhile& meanwhile) {
+#pragma unroll
+    for (int i = 0; i < mma::kNTiles; ++i) acc[0][i][0] = acc[0][i][1] = acc[0][i][2] = acc[0][i][3] = 0.f;
+    stage(acc, base, 0);
+    meanwhile();
+#pragma unroll
+    for (int channel = 1; channel < kInChannels; ++channel) stage(acc, base, channel);
+    drain(acc);
+  }
+  // Adds the bias and stores a multiplied tile (the producers store one whose input
+  // holds Inf or NaN: the flag is the same in every consumer thread, so their group
+  // barriers match).
+  __device__ __forceinline__ void store(float (&acc)[kMTiles][mma::kNTiles][4], const Tile& tile) {
     const bool exact = ring.nonfinite[parity] != 0;
     parity ^= 1;
-    if (exact) continue;
+    if (exact) return;
+    add_bias(acc, bias, lane & 3);
     if constexpr (SmemLayout<Mode>::kStagedStores) {
       store_tile_staged<T>(acc, staged, p, warp, lane,
                            [&](int local) { return place_pixel(plan, tile, p, local).out; });
     } else {
       store_tile(acc, thread_rows(plan, tile, p, warp, lane >> 2).out, p, lane & 3);
     }
+  }
+};
+
+// Consumer warps, one accumulator set: multiply a tile, store it, next.
+template <class Mode, DType T>
+__device__ void consume(Consumer<Mode, T> c) {
+  for (int64_t index = blockIdx.x; index < c.plan.tiles; index += gridDim.x) {
+    const Tile tile = decode_tile(c.plan, index);
+    float acc[kMTiles][mma::kNTiles][4];
+    c.multiply(acc, int(tile.base), [] {});
+    c.store(acc, tile);
+  }
+}
+
+// Consumer warps, two accumulator sets (TMA-staged kernels, whose producers leave
+// the registers for them): a tile's first stage of MMAs runs while the tile before
+// it is stored, so the tensor cores do not wait out the whole epilogue. Tiles are
+// kept as indices and decoded where needed: the registers go to the accumulators.
+template <class Mode, DType T>
+__device__ void consume_overlapped(Consumer<Mode, T> c) {
+  using Acc = float[kMTiles][mma::kNTiles][4];
+  const auto base_of = [&](int64_t index) { return int(decode_tile(c.plan, index).base); };
+  // Multiplies tile `index` into `next` while `done` (the tile before) is stored.
+  const auto step = [&](Acc& next, Acc& done, int64_t index) {
+    c.multiply(next, base_of(index), [&] { c.store(done, decode_tile(c.plan, index - gridDim.x)); });
+  };
+  int64_t index = blockIdx.x;
+  if (index >= c.plan.tiles) return;
+  Acc acc0, acc1;
+  c.multiply(acc0, base_of(index), [] {});
+  // The sets alternate: the loop is unrolled by two so that each is a fixed array
+  // (register-allocated), and every wgmma wait stays on a path ptxas can follow.
+  bool last_in_0 = true;  // which set holds the last multiplied tile
+  while (index + gridDim.x < c.plan.tiles) {
+    step(acc1, acc0, index += gridDim.x);
+    last_in_0 = false;
+    if (index + gridDim.x >= c.plan.tiles) break;
+    step(acc0, acc1, index += gridDim.x);
+    last_in_0 = true;
+  }
+  // Nothing is in flight here; `index` is the last tile.
+  const Tile tile = decode_tile(c.plan, index);
+  if (last_in_0) {
+    c.store(acc0, tile);
+  } else {
+    c.store(acc1, tile);
   }
 }
 
@@ -468,7 +594,7 @@ __device__ __forceinline__ uint8_t step_tap(int step, int k) {
   return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : kTapsPerChannel);
 }
 
-template <class Mode, DType T, bool kTma>
+template <class Mode, DType T, bool kTma, int kUnits>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
@@ -506,16 +632,29 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // B was written through the generic proxy; the tensor cores read it through the async proxy.
   fence_async_proxy();
   // Infinite weights make inputs split toward zero (see mma::Round). Ends in a CTA barrier.
-  const Round round = __syncthreads_or(infinite_weight) ? Round::kTowardZero : Round::kNearest;
+  const bool any_infinite = __syncthreads_or(infinite_weight);
+  const Round round = any_infinite ? Round::kTowardZero : Round::kNearest;
+  // Every warp records the result before the roles part: with the result used by the
+  // producers only, ptxas may give each role its own copy of the barrier (BAR.RED),
+  // the shape of build that hung (scripts/check_barriers.sh).
+  if (lane == 0) ring.infinite_weights = any_infinite;
   if (warp < kConsumerWarps) {
-    consume<Mode, T>(p, plan, slots, ring, smem, bias,
-                     reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
+    const Consumer<Mode, T> consumer{p, plan, ring, smem_address(slots), smem_address(smem), bias,
+                                     reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp,
+                                     lane};
+    if constexpr (kTma) {
+      wgmma::setmaxnreg_inc<kConsumerRegisters>();
+      consume_overlapped(consumer);
+    } else {
+      consume(consumer);
+    }
   } else if constexpr (kTma) {
+    wgmma::setmaxnreg_dec<kProducerRegisters>();
     static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
-    produce_tma<Mode, T>(p, plan, &map, slots, smem + Layout::kRawAt, ring, warp - kConsumerWarps,
+    produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt, ring, warp - kConsumerWarps,
                          lane);
   } else {
-    produce<Mode, T>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
+    produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
   }
 }
 
@@ -524,10 +663,10 @@ constexpr size_t smem_bytes() {
   return SmemLayout<Mode>::kTotal;
 }
 
-template <class Mode, DType T, bool kTma>
+template <class Mode, DType T, bool kTma, int kUnits>
 cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
                           const DeviceInfo& device, cudaStream_t stream) {
-  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma>;
+  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma, kUnits>;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem_bytes<Mode>(), kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
@@ -538,32 +677,49 @@ cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& m
 
 // TMA staging for 16-bit inputs: rows unit-stride and 16-byte aligned, and a box of
 // every window (its rows x the virtual width's columns plus the alignment skew) that
-// fits a raw slot. Sets the plan's box and encodes `map`.
-bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
+// fits a raw slot. Whether it applies, and the box.
+bool tma_box(const Problem& p, const Plan& plan, int64_t& cols, int64_t& rows) {
   constexpr int64_t kPerUnit = 8;  // 16-bit elements per 16 bytes
-  const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
+  const bool aligned = p.dtype != DType::kFloat32 && p.in_stride[3] == 1 &&
+                       reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
                        p.in_stride[2] % kPerUnit == 0 && p.in_stride[1] % kPerUnit == 0 &&
                        p.in_stride[0] % kPerUnit == 0;
-  const int64_t cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
-  const int64_t rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
-  if (!aligned || cols > 256 || rows > 256 || cols * rows * 2 > kRawSlotBytes ||
-      !encode_window_map(p, cols, rows, map)) {
-    return false;
-  }
+  cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
+  rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  return aligned && cols <= 256 && rows <= 256 && cols * rows * 2 <= kRawSlotBytes;
+}
+
+// Sets the plan's box and encodes `map` where TMA staging applies.
+bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
+  int64_t cols = 0, rows = 0;
+  if (!tma_box(p, plan, cols, rows) || !encode_window_map(p, cols, rows, map)) return false;
   plan.box_cols = cols;
   plan.box_rows = rows;
   return true;
+}
+
+template <class Mode, DType T, int kUnits>
+cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device,
+                          cudaStream_t stream) {
+  WindowMap map{};  // read by TMA kernels only
+  if constexpr (Staged<Mode>::kRawSlots > 0) {
+    if (make_tma_plan(p, plan, map)) {
+      return launch_kernel<Mode, T, true, kUnits>(p, plan, map, device, stream);
+    }
+  }
+  return launch_kernel<Mode, T, false, kUnits>(p, plan, map, device, stream);
 }
 
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
   Plan plan = make_plan(p.batch, p.out_h, p.out_w);
   if (plan.tiles == 0) return cudaSuccess;
-  WindowMap map{};  // read by TMA kernels only
-  if constexpr (Staged<Mode>::kRawSlots > 0) {
-    if (make_tma_plan(p, plan, map)) return launch_kernel<Mode, T, true>(p, plan, map, device, stream);
+  static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
+  switch (units_per_thread(plan)) {
+    case kFewestUnits: return launch_staged<Mode, T, kFewestUnits>(p, plan, device, stream);
+    case kFewestUnits + 1: return launch_staged<Mode, T, kFewestUnits + 1>(p, plan, device, stream);
+    default: return launch_staged<Mode, T, kMaxUnitsPerThread>(p, plan, device, stream);
   }
-  return launch_kernel<Mode, T, false>(p, plan, map, device, stream);
 }
 
 size_t smem_bytes_for(const Problem& p) {
@@ -597,14 +753,14 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
       plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
     return false;
   }
-  // Where it wins (H200, batch 256, docs/perf-notes.md v13): its producers load
-  // element by element, so it loses to the register-gather engine where that one
-  // stages by TMA (224, 256) and, for 16-bit inputs, by cp.async (512); it wins
-  // where windows come through cp.async (float32 at 227 and 512) or registers
-  // (16-bit at 227).
+  // Where it wins (H200, batch >= 64, docs/perf-notes.md v13, v14): float32 where the
+  // register-gather engine stages without TMA (227, 512); 16-bit inputs where this
+  // kernel stages by TMA (224) or the other one through registers (227). Elsewhere
+  // (float32 at 224; 256, whose box is too wide) the register-gather engine is faster.
   const WindowStaging other = igemm_window_staging(p, device);
-  return p.dtype == DType::kFloat32 ? other != WindowStaging::kTma
-                                    : other == WindowStaging::kRegisters;
+  if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
+  int64_t cols = 0, rows = 0;
+  return other == WindowStaging::kRegisters || s2d::tma_box(p, plan, cols, rows);
 }
 
 cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {

@@ -59,6 +59,10 @@ struct Divider {
     }
     return n / divisor;
   }
+  // n / divisor for 0 <= n < 2^31 and a divisor below 2^31: no branch, 32-bit math.
+  ALEXCONV_HOST_DEVICE int small(int n) const {
+    return int((uint32_t((uint64_t(uint32_t(n)) * magic) >> 32) + uint32_t(n)) >> shift);
+  }
 };
 
 struct TilePlan {
