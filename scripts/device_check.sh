@@ -53,6 +53,11 @@ for step in "${steps[@]}"; do
         tool=${run%%:*} kernel=${run##*:}
         ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
           compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+      done
+      # Several tiles per CTA: the space-to-depth TMA kernel's two accumulator sets.
+      for tool in memcheck racecheck; do
+        ALEXCONV_CUDA_KERNEL=s2d run_step "sanitizer-$tool-s2d-many-tiles" \
+          compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py --many-tiles
       done ;;
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;

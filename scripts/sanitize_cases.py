@@ -1,6 +1,11 @@
 """Small CUDA cases for compute-sanitizer: ragged sizes, batch 1 and 3, every dtype and mode.
 
     compute-sanitizer --tool memcheck python scripts/sanitize_cases.py
+    compute-sanitizer --tool racecheck python scripts/sanitize_cases.py --many-tiles
+
+--many-tiles runs one 16-bit case instead, 10 images of 224x224: more tiles than a GPU
+has multiprocessors, so the persistent kernels' CTAs take several tiles each (the
+space-to-depth kernel's TMA variant then alternates its two accumulator sets).
 
 Each case is checked against the float64 reference too, so a run that the
 sanitizer passes but that computes garbage still fails (exit 1).
@@ -20,6 +25,7 @@ import alexconv
 SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257),
           (1, 40, 1100)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
+MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw")]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
           (torch.float16, False): 2e-3, (torch.bfloat16, False): 1e-2}
 
@@ -27,7 +33,9 @@ LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
 def main() -> int:
     torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
     failures = 0
-    for (n, h, w), (dtype, tf32), layout in itertools.product(SHAPES, MODES, ["nchw", "nhwc", "cropped"]):
+    cases = (MANY_TILES if "--many-tiles" in sys.argv[1:]
+             else itertools.product(SHAPES, MODES, ["nchw", "nhwc", "cropped"]))
+    for (n, h, w), (dtype, tf32), layout in cases:
         x = torch.randn(n, 3, h, w, device="cuda").to(dtype)
         if layout == "nhwc":
             x = x.contiguous(memory_format=torch.channels_last)
