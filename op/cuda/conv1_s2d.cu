@@ -152,8 +152,9 @@ __device__ __forceinline__ int opaque(int v) {
   asm volatile("" : "+r"(v));
   return v;
 }
-// Unit k of `thread`: past the window's last unit it repeats that one (loads stay
-// unconditional and in bounds); only its records are not written (`owned`).
+// Unit k of `thread`: past the window's last unit it repeats that one, so the code
+// stays straight-line and in bounds; such a unit (not `owned`) loads nothing from
+// global memory and writes no record.
 struct ThreadUnit {
   Unit at;
   bool owned;
