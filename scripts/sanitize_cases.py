@@ -21,9 +21,10 @@ import torch.nn.functional as F
 
 import alexconv
 
-# Ragged sizes; even W takes the 16-bit pair copies; 300x257 has an empty tile (two strips).
+# Ragged sizes; even W takes the 16-bit pair copies; 300x257 has an empty tile (two strips);
+# 40x256 has 16-bit TMA boxes wider than 256 columns (the map of 16-byte units).
 SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257),
-          (1, 40, 1100)]
+          (1, 40, 1100), (2, 40, 256)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
 MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw")]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,

@@ -14,6 +14,7 @@ SHAPES = [
     (2, 15, 16), (5, 11, 12),  # even W on CUDA: 16-bit windows copied in pairs
     (1, 300, 257),  # CUDA: two strips, the narrower ending in an empty tile
     (1, 40, 1100),  # CUDA: five strips, windows starting at both 16-bit copy skews
+    (2, 40, 256), (1, 24, 512),  # CUDA: 16-bit boxes wider than 256 columns (16-byte units)
 ]
 
 

@@ -656,10 +656,30 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }  // namespace
 #endif
 
-bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
+namespace {
+// A tiled map of the input's channel planes, zeros outside: dims/box innermost first,
+// the last three dimensions always H, channel and image.
+template <int kRank>
+bool encode_input_map(const Problem& p, const cuuint64_t (&dims)[kRank],
+                      const cuuint64_t (&strides)[kRank - 1], const cuuint32_t (&box)[kRank],
+                      WindowMap& map) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
+  cuuint32_t element_strides[kRank];
+  for (int i = 0; i < kRank; ++i) element_strides[i] = 1;
+  const CUresult status = encode(
+      &map, p.dtype == DType::kFloat32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
+      kRank, const_cast<void*>(p.input), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
+  return status == CUDA_SUCCESS;
+}
+}  // namespace
+#endif
+
+bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
   const cuuint64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
   const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
                               cuuint64_t(p.batch)};
@@ -667,13 +687,23 @@ bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& 
                                  cuuint64_t(p.in_stride[1]) * elem,
                                  cuuint64_t(p.in_stride[0]) * elem};
   const cuuint32_t box[4] = {cuuint32_t(cols), cuuint32_t(rows), 1, 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  const CUresult status = encode(
-      &map, elem == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
-      const_cast<void*>(p.input), dims, strides, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // zeros outside the input
-  return status == CUDA_SUCCESS;
+  return encode_input_map<4>(p, dims, strides, box, map);
+#else
+  (void)p, (void)cols, (void)rows, (void)map;
+  return false;
+#endif
+}
+
+bool encode_window_map_in_units(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  constexpr int64_t kUnit = 8;  // 16-bit elements per 16 bytes
+  if (p.dtype == DType::kFloat32 || p.in_w % kUnit != 0 || cols % kUnit != 0) return false;
+  const cuuint64_t dims[5] = {cuuint64_t(kUnit), cuuint64_t(p.in_w / kUnit), cuuint64_t(p.in_h),
+                              cuuint64_t(kInChannels), cuuint64_t(p.batch)};
+  const cuuint64_t strides[4] = {cuuint64_t(kUnit) * 2, cuuint64_t(p.in_stride[2]) * 2,
+                                 cuuint64_t(p.in_stride[1]) * 2, cuuint64_t(p.in_stride[0]) * 2};
+  const cuuint32_t box[5] = {cuuint32_t(kUnit), cuuint32_t(cols / kUnit), cuuint32_t(rows), 1, 1};
+  return encode_input_map<5>(p, dims, strides, box, map);
 #else
   (void)p, (void)cols, (void)rows, (void)map;
   return false;

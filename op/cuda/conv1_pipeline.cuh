@@ -74,6 +74,21 @@ __device__ __forceinline__ void tma_load_box(uint32_t dst, const void* map, int 
 #endif
 }
 
+// The same through a map of rows cut into 16-byte units (encode_window_map_in_units):
+// the box starts at 16-byte unit `unit` of row y.
+__device__ __forceinline__ void tma_load_box_in_units(uint32_t dst, const void* map, int unit, int y,
+                                                      int channel, int image, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
+      "l"(map), "r"(0), "r"(unit), "r"(y), "r"(channel), "r"(image), "r"(smem_address(bar))
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Orders this thread's shared-memory accesses through the generic proxy before
 // later ones through the async proxy (TMA copies, wgmma operand reads) (sm_90).
 __device__ __forceinline__ void fence_async_proxy() {

@@ -342,8 +342,12 @@ __device__ __forceinline__ int box_skew(const Tile& tile) {
 __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
                                           const Tile& tile, int channel, uint64_t* landed) {
   barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(uint16_t)));
-  tma_load_box(raw, map, int(tile.x0 * kStride - kPad) - box_skew(tile),
-               int(tile.oy0 * kStride - kPad), channel, int(tile.n), landed);
+  const int x = int(tile.x0 * kStride - kPad) - box_skew(tile), y = int(tile.oy0 * kStride - kPad);
+  if (plan.box_in_units) {
+    tma_load_box_in_units(raw, map, x / 8, y, channel, int(tile.n), landed);  // x % 8 == 0
+  } else {
+    tma_load_box(raw, map, x, y, channel, int(tile.n), landed);
+  }
 }
 
 // Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
@@ -678,24 +682,38 @@ cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& m
 
 // TMA staging for 16-bit inputs: rows unit-stride and 16-byte aligned, and a box of
 // every window (its rows x the virtual width's columns plus the alignment skew) that
-// fits a raw slot. Whether it applies, and the box.
-bool tma_box(const Problem& p, const Plan& plan, int64_t& cols, int64_t& rows) {
+// fits a raw slot. A box wider than TMA's 256 elements per dimension goes through the
+// map of 16-byte units (encode_window_map_in_units), where rows are whole units.
+struct Box {
+  int64_t cols = 0, rows = 0;
+  bool in_units = false;
+};
+// Whether TMA staging applies, and the box.
+bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   constexpr int64_t kPerUnit = 8;  // 16-bit elements per 16 bytes
+  constexpr int64_t kMaxBoxDim = 256;
   const bool aligned = p.dtype != DType::kFloat32 && p.in_stride[3] == 1 &&
                        reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
                        p.in_stride[2] % kPerUnit == 0 && p.in_stride[1] % kPerUnit == 0 &&
                        p.in_stride[0] % kPerUnit == 0;
-  cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
-  rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
-  return aligned && cols <= 256 && rows <= 256 && cols * rows * 2 <= kRawSlotBytes;
+  box.cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
+  box.rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  box.in_units = box.cols > kMaxBoxDim;
+  const bool units_ok = p.in_w % kPerUnit == 0 && box.cols / kPerUnit <= kMaxBoxDim;
+  return aligned && (!box.in_units || units_ok) && box.rows <= kMaxBoxDim &&
+         box.cols * box.rows * int64_t(sizeof(uint16_t)) <= kRawSlotBytes;
 }
 
 // Sets the plan's box and encodes `map` where TMA staging applies.
 bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
-  int64_t cols = 0, rows = 0;
-  if (!tma_box(p, plan, cols, rows) || !encode_window_map(p, cols, rows, map)) return false;
-  plan.box_cols = cols;
-  plan.box_rows = rows;
+  Box box;
+  if (!tma_box(p, plan, box)) return false;
+  const bool encoded = box.in_units ? encode_window_map_in_units(p, box.cols, box.rows, map)
+                                    : encode_window_map(p, box.cols, box.rows, map);
+  if (!encoded) return false;
+  plan.box_cols = box.cols;
+  plan.box_rows = box.rows;
+  plan.box_in_units = box.in_units;
   return true;
 }
 
@@ -754,14 +772,14 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
       plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
     return false;
   }
-  // Where it wins (H200, batch >= 64, docs/perf-notes.md v13, v14): float32 where the
+  // Where it wins (H200, batch >= 64, docs/perf-notes.md v13-v15): float32 where the
   // register-gather engine stages without TMA (227, 512); 16-bit inputs where this
-  // kernel stages by TMA (224) or the other one through registers (227). Elsewhere
-  // (float32 at 224; 256, whose box is too wide) the register-gather engine is faster.
+  // kernel stages by TMA (224, 256, 512) or the other one through registers (227).
+  // Elsewhere (float32 at 224 and 256) the register-gather engine is faster.
   const WindowStaging other = igemm_window_staging(p, device);
   if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
-  int64_t cols = 0, rows = 0;
-  return other == WindowStaging::kRegisters || s2d::tma_box(p, plan, cols, rows);
+  s2d::Box box;
+  return other == WindowStaging::kRegisters || s2d::tma_box(p, plan, box);
 }
 
 cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
