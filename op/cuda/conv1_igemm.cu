@@ -314,6 +314,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
   load_step<Mode>(cur, window, rows, koff[t], 0);
   int4 k_next = koff[4 + t];
   typename Mode::A a[2][kMTiles];  // [step parity][m-tile]
+  const wgmma::Operand weights = wgmma::blocks(b_channel);
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     if (step + 1 < kSteps) {
@@ -324,8 +325,7 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
     wgmma::fence();
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      Mode::wg_mma(acc[mt], a[step & 1][mt],
-                   b_channel + step * Mode::kWgBlocks * wgmma::kBlockBytes);
+      Mode::wg_mma(acc[mt], a[step & 1][mt], weights, step * Mode::kWgBlocks * wgmma::kBlockUnits);
     }
     wgmma::commit();
     wgmma::wait<1>();

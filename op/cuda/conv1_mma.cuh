@@ -195,10 +195,11 @@ struct Bf16x3 {
   __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
     split_bf16x2(w(n, 2 * unit), w(n, 2 * unit + 1), words[0], words[1], Round::kTowardZero);
   }
-  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
-    wgmma::bf16_m64n96k16(acc, a.lo, wgmma::descriptor(b));
-    wgmma::bf16_m64n96k16(acc, a.hi, wgmma::descriptor(b + wgmma::kBlockBytes));
-    wgmma::bf16_m64n96k16(acc, a.hi, wgmma::descriptor(b));
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, const wgmma::Operand& b,
+                                uint32_t block) {
+    wgmma::bf16_m64n96k16(acc, a.lo, b.at(block));
+    wgmma::bf16_m64n96k16(acc, a.hi, b.at(block + wgmma::kBlockUnits));
+    wgmma::bf16_m64n96k16(acc, a.hi, b.at(block));
   }
 };
 
@@ -244,9 +245,10 @@ struct Tf32 {
     words[0] = to_tf32(w(n, unit));
     words[1] = to_tf32(w(n, 8 + unit));
   }
-  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
-    wgmma::tf32_m64n96k8(acc, a.k8[0], wgmma::descriptor(b));
-    wgmma::tf32_m64n96k8(acc, a.k8[1], wgmma::descriptor(b + wgmma::kBlockBytes));
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, const wgmma::Operand& b,
+                                uint32_t block) {
+    wgmma::tf32_m64n96k8(acc, a.k8[0], b.at(block));
+    wgmma::tf32_m64n96k8(acc, a.k8[1], b.at(block + wgmma::kBlockUnits));
   }
 };
 
@@ -292,11 +294,12 @@ struct Half {
   __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
     words[0] = pack_u16(w(n, 2 * unit), w(n, 2 * unit + 1));
   }
-  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, uint32_t b) {
+  __device__ static void wg_mma(float (&acc)[kNTiles][4], const A& a, const wgmma::Operand& b,
+                                uint32_t block) {
     if constexpr (kBf16) {
-      wgmma::bf16_m64n96k16(acc, a.r, wgmma::descriptor(b));
+      wgmma::bf16_m64n96k16(acc, a.r, b.at(block));
     } else {
-      wgmma::f16_m64n96k16(acc, a.r, wgmma::descriptor(b));
+      wgmma::f16_m64n96k16(acc, a.r, b.at(block));
     }
   }
 };

@@ -105,8 +105,12 @@ struct SmemLayout {
   static constexpr size_t kRawAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
   static constexpr size_t kStagedAt = kRawAt + size_t(Staged<Mode>::kRawSlots) * kRawSlotBytes;
   static constexpr bool kStagedStores = !Staged<Mode>::kFloat;
-  static constexpr size_t kTotal =
+  static constexpr size_t kBoxOffsetsAt =
       kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+  // TMA staging: each producer thread's units' offsets in a box (see produce_tma).
+  static constexpr size_t kTotal =
+      kBoxOffsetsAt +
+      (Staged<Mode>::kRawSlots > 0 ? kMaxUnitsPerThread * kProducerThreads * sizeof(uint32_t) : 0);
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
 };
 
@@ -135,13 +139,19 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
 struct Unit {
   int row, col, record;
 };
+// The record's offset alone: no division.
+template <class Mode>
+__device__ __forceinline__ int record_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells);
+  // j * kPairStride * kPlaneBytes + cell * kRecordBytes, folded.
+  const int pair_shift = Staged<Mode>::kPairStride * kPlaneBytes - cells * kRecordBytes;
+  return u * kRecordBytes + (u >= cells ? pair_shift : 0);
+}
 template <class Mode>
 __device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
   const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
   const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
-  // j * kPairStride * kPlaneBytes + cell * kRecordBytes, folded.
-  const int pair_shift = Staged<Mode>::kPairStride * kPlaneBytes - cells * kRecordBytes;
-  return {int(kStride) * y + 2 * j, int(kStride) * x, u * kRecordBytes + j * pair_shift};
+  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at<Mode>(plan, u)};
 }
 
 // A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
@@ -265,9 +275,12 @@ __device__ __forceinline__ bool store_units(unsigned char* slot,
 // and out of the consumers' code, where a branch to it serialises every wgmma
 // (ptxas C7518). A call: its loops stay out of the producers' registers. (The
 // kernel's parameters are __grid_constant__, so passing them by reference copies nothing.)
+// The tile comes as its index, decoded here: the producers' loop then keeps none of
+// its fields but what staging needs.
 template <DType T>
-__device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan, Tile tile,
+__device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan, int64_t index,
                                               int thread) {
+  const Tile tile = decode_tile(plan, index);
   using S = typename Storage<T>::type;
   S* out = static_cast<S*>(p.output);
 #pragma unroll 1
@@ -295,10 +308,10 @@ struct NonfiniteTiles {
   // After arriving on the `full` (at pos) of a tile's last stage.
   template <DType T, int kSlots>
   __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
-                         const Plan& plan, const Tile& tile, int thread) {
+                         const Plan& plan, int64_t tile_index, int thread) {
     barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
     if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
-      store_exact_tile<T>(p, plan, tile, thread);
+      store_exact_tile<T>(p, plan, tile_index, thread);
     }
     seen = false;
     parity ^= 1;
@@ -328,7 +341,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
     flags.staged(nonfinite, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) flags.finish<T>(ring, pos, p, plan, at.tile, thread);
+    if (last) flags.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
   }
@@ -356,7 +369,7 @@ __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, co
 // A stage's shared loads all go out before its slot is awaited and written.
 template <class Mode, DType T, int kUnits>
 __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
-                            unsigned char* slots, const unsigned char* raw,
+                            unsigned char* slots, const unsigned char* raw, uint32_t* box_offsets,
                             Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
   const int thread = warp * 32 + lane;
   const int row_bytes = int(plan.box_cols * sizeof(uint16_t));
@@ -373,18 +386,30 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
   };
   issue_next();
   issue_next();
+  // A unit's first word in a box (from the skew on) is at the same offset every stage
+  // but takes a division to find: worked out once, into shared memory (kept in
+  // registers, the offsets push the producers past their 80), and read back by the
+  // same thread each stage before its box is awaited.
+  uint32_t* own_offsets = box_offsets + thread;  // unit k at [k * kProducerThreads]
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const Unit unit = thread_unit<Mode>(plan, thread, k).at;
+    own_offsets[k * kProducerThreads] = unit.row * row_bytes + unit.col * int(sizeof(uint16_t));
+  }
+  const int last_unit = 2 * int(plan.cells) - 1;
   NonfiniteTiles flags;
   while (at.valid(plan)) {
+    uint32_t offset[kUnits];
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) offset[k] = own_offsets[k * kProducerThreads];
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
     // Box row 4y + 2j (+1), columns skew + 4x .. + 3: two 32-bit words per row.
     const unsigned char* box =
         raw + raw_pos.slot * kRawSlotBytes + box_skew(at.tile) * int(sizeof(uint16_t));
-    const int t = opaque(thread);
     uint4 record[kUnits];
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) {
-      const Unit unit = thread_unit<Mode>(plan, t, k).at;
-      const unsigned char* first = box + unit.row * row_bytes + unit.col * int(sizeof(uint16_t));
+      const unsigned char* first = box + offset[k];
       const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
       const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
       record[k] = make_uint4(row0[0], row0[1], row1[0], row1[1]);
@@ -394,8 +419,9 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
     HalfMagnitudes<Mode> halves;
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) {
-      const ThreadUnit unit = thread_unit<Mode>(plan, t, k);
-      if (unit.owned) *reinterpret_cast<uint4*>(slot + unit.at.record) = record[k];
+      // A repeated unit (see thread_unit) writes no record.
+      const int u = thread + k * kProducerThreads;
+      if (u <= last_unit) *reinterpret_cast<uint4*>(slot + record_at<Mode>(plan, u)) = record[k];
       halves.add(record[k].x);
       halves.add(record[k].y);
       halves.add(record[k].z);
@@ -409,7 +435,7 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
     producer_barrier();  // every producer is done with the box
     issue_next();
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) flags.finish<T>(ring, pos, p, plan, at.tile, thread);
+    if (last) flags.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
     raw_pos.advance();
@@ -418,25 +444,24 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
 
 // ---- consumers --------------------------------------------------------------
 
-// One tap of one stage: acc += A (64 records from `a`) x B (the tap's blocks at `b`).
+// One tap of one stage: acc += A (64 records, `a` 16-byte units into `window`) x B
+// (the tap's blocks, `b` units into `weights`). A record is one unit.
 template <class Mode>
-__device__ __forceinline__ void multiply_tap(float (&acc)[mma::kNTiles][4], uint32_t a, uint32_t b) {
-  const auto operand = [](uint32_t addr) {
-    return wgmma::descriptor(addr, kPlaneBytes, 8 * kRecordBytes);
-  };
+__device__ __forceinline__ void multiply_tap(float (&acc)[mma::kNTiles][4], const wgmma::Operand& window,
+                                             uint32_t a, const wgmma::Operand& weights, uint32_t b) {
+  constexpr uint32_t kPlane = kPlaneRecords, kBlock = wgmma::kBlockUnits;
   if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
     // Small terms first, as in the register engine.
-    wgmma::bf16_m64n96k16_ss(acc, operand(a + 2 * kPlaneBytes), wgmma::descriptor(b));
-    wgmma::bf16_m64n96k16_ss(acc, operand(a), wgmma::descriptor(b + wgmma::kBlockBytes));
-    wgmma::bf16_m64n96k16_ss(acc, operand(a), wgmma::descriptor(b));
+    wgmma::bf16_m64n96k16_ss(acc, window.at(a + 2 * kPlane), weights.at(b));
+    wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b + kBlock));
+    wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b));
   } else if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-    wgmma::tf32_m64n96k8_ss(acc, operand(a), wgmma::descriptor(b));
-    wgmma::tf32_m64n96k8_ss(acc, operand(a + 2 * kPlaneBytes),
-                            wgmma::descriptor(b + wgmma::kBlockBytes));
+    wgmma::tf32_m64n96k8_ss(acc, window.at(a), weights.at(b));
+    wgmma::tf32_m64n96k8_ss(acc, window.at(a + 2 * kPlane), weights.at(b + kBlock));
   } else if constexpr (Mode::kIsBf16) {
-    wgmma::bf16_m64n96k16_ss(acc, operand(a), wgmma::descriptor(b));
+    wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b));
   } else {
-    wgmma::f16_m64n96k16_ss(acc, operand(a), wgmma::descriptor(b));
+    wgmma::f16_m64n96k16_ss(acc, window.at(a), weights.at(b));
   }
 }
 
@@ -477,24 +502,22 @@ struct Consumer {
   // `base`: the tile's first pixel's cell in its window (Tile::base).
   __device__ __forceinline__ void stage(float (&acc)[kMTiles][mma::kNTiles][4], int base,
                                         int channel) {
-    const uint32_t wv_bytes = uint32_t(plan.wv) * kRecordBytes;
+    const uint32_t wv = uint32_t(plan.wv);
     barrier_wait(&ring.full[pos.slot], pos.phase);
     __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
-    // Addresses read from lane 0 are known warp-uniform: the descriptors are then
-    // built in uniform registers.
-    const uint32_t a = __shfl_sync(
-        0xffffffffu,
+    // Records are K-major core-matrix rows: planes kPlaneBytes apart, 8 pixels 128 bytes.
+    const uint32_t starts = wgmma::uniform_starts(
         slots + pos.slot * Staged<Mode>::kSlotBytes + uint32_t(base + (warp >> 2) * 64) * kRecordBytes,
-        0);
-    const uint32_t b = __shfl_sync(
-        0xffffffffu, b_all + channel * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes, 0);
+        b_all + channel * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes);
+    const auto window = wgmma::Operand::from_start(starts & 0xffffu, kPlaneBytes, 8 * kRecordBytes);
+    const auto weights = wgmma::blocks_from_start(starts >> 16);
     wgmma::fence();
 #pragma unroll
     for (int dy = 0; dy < kTaps1D; ++dy) {
 #pragma unroll
       for (int dx = 0; dx < kTaps1D; ++dx) {
-        multiply_tap<Mode>(acc[0], a + dy * wv_bytes + dx * kRecordBytes,
-                           b + (dy * kTaps1D + dx) * Mode::kWgBlocks * wgmma::kBlockBytes);
+        multiply_tap<Mode>(acc[0], window, dy * wv + dx, weights,
+                           (dy * kTaps1D + dx) * Mode::kWgBlocks * wgmma::kBlockUnits);
       }
     }
     wgmma::commit();
@@ -656,8 +679,9 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   } else if constexpr (kTma) {
     wgmma::setmaxnreg_dec<kProducerRegisters>();
     static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
-    produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt, ring, warp - kConsumerWarps,
-                         lane);
+    produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt,
+                                 reinterpret_cast<uint32_t*>(smem + Layout::kBoxOffsetsAt), ring,
+                                 warp - kConsumerWarps, lane);
   } else {
     produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
   }

@@ -23,16 +23,51 @@ __device__ __forceinline__ int block_offset(int n, int kbyte) {
   return ((n >> 3) * 2 + (kbyte >> 4)) * 128 + (n & 7) * 16 + (kbyte & 15);
 }
 
-// A no-swizzle, K-major shared-memory operand: 8-row x 16-byte core matrices,
-// `leading` bytes apart along K, `stride` bytes apart along M (or N).
-__device__ __forceinline__ uint64_t descriptor(uint32_t smem_addr, uint32_t leading,
-                                               uint32_t stride) {
-  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(leading >> 4) << 16) |
-         (uint64_t(stride >> 4) << 32);
+// A no-swizzle, K-major shared-memory operand's descriptor (8-row x 16-byte core
+// matrices, `leading` bytes apart along K, `stride` bytes apart along M or N), kept
+// as its two 32-bit halves. Operands move in steps of 16 bytes (taps, K steps,
+// planes): the start-address field (bits 0-13, address / 16) sits alone in the low
+// half and shared memory ends below 256 KB, so a step is one 32-bit add. Rebuilding
+// the descriptor from each address instead costs a mask, a shift and an OR per half
+// per wgmma, which ptxas does not fold (about 12 instructions per wgmma, v16).
+struct Operand {
+  uint32_t lo, hi;
+  __device__ __forceinline__ static uint32_t start_field(uint32_t smem_addr) {
+    return (smem_addr & 0x3FFFF) >> 4;
+  }
+  __device__ __forceinline__ static Operand from_start(uint32_t start, uint32_t leading,
+                                                       uint32_t stride) {
+    return {start | (leading >> 4) << 16, stride >> 4};
+  }
+  __device__ __forceinline__ static Operand at_address(uint32_t smem_addr, uint32_t leading,
+                                                       uint32_t stride) {
+    return from_start(start_field(smem_addr), leading, stride);
+  }
+  // The descriptor of the operand `units` x 16 bytes further on.
+  __device__ __forceinline__ uint64_t at(uint32_t units) const {
+    return (uint64_t(hi) << 32) | (lo + units);
+  }
+};
+
+// B blocks (96 channels x 32 bytes of K each: core matrices of two K halves
+// kLeadingBytes apart, 8-channel groups kStrideBytes apart) from `smem_addr` on;
+// block i is at(i * kBlockUnits).
+constexpr uint32_t kBlockUnits = kBlockBytes / 16;
+__device__ __forceinline__ Operand blocks(uint32_t smem_addr) {
+  return Operand::at_address(smem_addr, kLeadingBytes, kStrideBytes);
 }
-// A B block's.
-__device__ __forceinline__ uint64_t descriptor(uint32_t smem_addr) {
-  return descriptor(smem_addr, kLeadingBytes, kStrideBytes);
+__device__ __forceinline__ Operand blocks_from_start(uint32_t start) {
+  return Operand::from_start(start, kLeadingBytes, kStrideBytes);
+}
+
+// The start fields of two operands in one word, read from lane 0. Through the
+// shuffle ptxas knows them warp-uniform and builds every descriptor from them in
+// uniform registers, where wgmma reads descriptors. (B's address alone is the
+// shared-memory base plus a constant: its shuffle folds away, the descriptors then
+// live in vector registers and each wgmma pays two R2UR moves.)
+__device__ __forceinline__ uint32_t uniform_starts(uint32_t a_addr, uint32_t b_addr) {
+  return __shfl_sync(0xffffffffu,
+                     Operand::start_field(a_addr) | Operand::start_field(b_addr) << 16, 0);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
