@@ -3,7 +3,8 @@
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
 #   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile]
-#   (default: build test sanitize bench)
+#   (default: build test sanitize bench; sanitize = sanitize-a + sanitize-b, each of which
+#   fits one 600 s device call with a build)
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -44,21 +45,25 @@ for step in "${steps[@]}"; do
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=s2d run_step pytest-s2d python3 -m pytest -q -ra -p no:cacheprovider \
         --timeout 600 -m cuda tests/test_correctness.py tests/test_cuda_runtime.py \
         tests/test_invalid_inputs.py tests/test_fuzz.py ;;
-    sanitize)
+    sanitize|sanitize-a|sanitize-b)
       # Every tool on the default engine for these small cases (wgmma on Hopper) and on the
       # space-to-depth kernel; memory and race checks on the portable engines too.
-      for run in memcheck:auto racecheck:auto initcheck:auto synccheck:auto \
-                 memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d \
-                 memcheck:mma_sync racecheck:mma_sync memcheck:direct; do
+      runs=()
+      [[ $step != sanitize-b ]] && runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct)
+      [[ $step != sanitize-a ]] && runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d
+                                          memcheck:mma_sync racecheck:mma_sync)
+      for run in "${runs[@]}"; do
         tool=${run%%:*} kernel=${run##*:}
         ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
           compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
       done
       # Several tiles per CTA: the space-to-depth TMA kernel's two accumulator sets.
-      for tool in memcheck racecheck; do
-        ALEXCONV_CUDA_KERNEL=s2d run_step "sanitizer-$tool-s2d-many-tiles" \
-          compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py --many-tiles
-      done ;;
+      if [[ $step != sanitize-b ]]; then
+        for tool in memcheck racecheck; do
+          ALEXCONV_CUDA_KERNEL=s2d run_step "sanitizer-$tool-s2d-many-tiles" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py --many-tiles
+        done
+      fi ;;
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     profile)
