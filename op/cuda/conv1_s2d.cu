@@ -155,9 +155,10 @@ __device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
 }
 
 // A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
-// places are the same every stage, yet cheaper to work out again (a multiply-high,
-// a shift, a few adds) than to keep: held across the loop they spill. The thread
-// index goes through an empty asm each stage so the compiler cannot hoist them.
+// places are the same every stage, yet in the element-load producers cheaper to work
+// out again (a multiply-high, a shift, a few adds) than to keep: held across the loop
+// they spill. The thread index goes through an empty asm each stage so the compiler
+// cannot hoist them. (The TMA producers keep their box offsets in shared memory.)
 __device__ __forceinline__ int opaque(int v) {
   asm volatile("" : "+r"(v));
   return v;
