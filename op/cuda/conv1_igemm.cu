@@ -608,6 +608,7 @@ template <class Mode>
 WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
   const Staging staging = choose_staging<Mode>(p);
   if (staging == Staging::kRegisters) return WindowStaging::kRegisters;
+  if (staging == Staging::kCopy4) return WindowStaging::kCopy4;
   // As launch_engine decides (a box that fits; the driver's encoding is not tried here).
   if (staging == Staging::kCopy16 && device.allow_wgmma && wgmma_available(device)) {
     const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);
@@ -615,7 +616,7 @@ WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
       return WindowStaging::kTma;
     }
   }
-  return WindowStaging::kCopy;
+  return WindowStaging::kCopy16;
 }
 
 size_t igemm_smem_bytes(const Problem& p) {
@@ -726,7 +727,7 @@ WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
     case DType::kFloat16: return window_staging<mma::Half<false>>(p, device);
     case DType::kBFloat16: return window_staging<mma::Half<true>>(p, device);
   }
-  return WindowStaging::kCopy;
+  return WindowStaging::kCopy16;
 }
 
 bool igemm_supported(const Problem& p, const DeviceInfo& device) {

@@ -53,9 +53,10 @@ bool igemm_supported(const Problem& problem, const DeviceInfo& device);
 bool wgmma_available(const DeviceInfo& device);
 
 // How the register-gather engine (launch_conv1_igemm) stages this problem's input
-// windows on this device: one TMA copy per window, cp.async units, or element loads
-// through registers. The space-to-depth kernel's auto choice depends on it.
-enum class WindowStaging { kTma, kCopy, kRegisters };
+// windows on this device: one TMA copy per window, 16-byte or 4-byte cp.async units,
+// or element loads through registers. The space-to-depth kernel's auto choice
+// depends on it.
+enum class WindowStaging { kTma, kCopy16, kCopy4, kRegisters };
 WindowStaging igemm_window_staging(const Problem& problem, const DeviceInfo& device);
 
 // The space-to-depth implicit GEMM (Hopper): whether it can run this problem on this

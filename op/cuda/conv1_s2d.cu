@@ -790,21 +790,29 @@ bool s2d_supported(const Problem& p, const DeviceInfo& device) {
 }
 
 bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
-  // Its tiles are 192 pixels; small batches keep the register-gather engine, whose
-  // plan spreads them over more CTAs.
   const s2d::Plan plan = s2d::plan_on(p, device);
-  if (!device.allow_wgmma || plan.strips == 0 ||
-      plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
-    return false;
-  }
-  // Where it wins (H200, batch >= 64, docs/perf-notes.md v13-v15): float32 where the
-  // register-gather engine stages without TMA (227, 512); 16-bit inputs where this
-  // kernel stages by TMA (224, 256, 512) or the other one through registers (227).
-  // Elsewhere (float32 at 224 and 256) the register-gather engine is faster.
+  if (!device.allow_wgmma || plan.strips == 0) return false;
+  // What the register-gather engine would do instead, and where this kernel wins
+  // (H200; docs/perf-notes.md v13-v15 for contiguous inputs at batch >= 64, v17 for
+  // small batches and other strides).
   const WindowStaging other = igemm_window_staging(p, device);
-  if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
+  const bool unit_stride = p.in_stride[3] == 1;
+  // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads
+  // them over more CTAs -- unless it loads 16-bit unit-stride rows element by element
+  // (rows not 4-byte aligned, as at 227): there this kernel takes 0.52-0.61x the time
+  // at batch 1-8.
+  if (plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
+    return p.dtype != DType::kFloat32 && other == WindowStaging::kRegisters && unit_stride;
+  }
+  // float32: where the other engine copies unit-stride rows without TMA (227, 512).
+  // With TMA (224, 256) it is faster, and for other W strides (channels_last) its
+  // 4-byte copies beat this kernel's element loads (1.02-1.09x).
+  if (p.dtype == DType::kFloat32) return unit_stride && other != WindowStaging::kTma;
+  // 16-bit: where this kernel stages by TMA (224, 256, 512), or the other one loads
+  // elements (227, channels_last: 0.82-0.85x) or 4-byte pairs (0.95x).
   s2d::Box box;
-  return other == WindowStaging::kRegisters || s2d::tma_box(p, plan, box);
+  return other == WindowStaging::kRegisters || other == WindowStaging::kCopy4 ||
+         s2d::tma_box(p, plan, box);
 }
 
 cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
