@@ -57,11 +57,14 @@ for step in "${steps[@]}"; do
         ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
           compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
       done
-      # Several tiles per CTA: the space-to-depth TMA kernel's two accumulator sets.
+      # Several tiles per CTA: the space-to-depth TMA kernel's two accumulator sets, the
+      # register-gather kernel in multi-strip plans (auto at these batches), and its long runs.
       if [[ $step != sanitize-b ]]; then
-        for tool in memcheck racecheck; do
-          ALEXCONV_CUDA_KERNEL=s2d run_step "sanitizer-$tool-s2d-many-tiles" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py --many-tiles
+        for run in memcheck:s2d:many-tiles racecheck:s2d:many-tiles memcheck:auto:many-tiles \
+                   racecheck:auto:many-tiles memcheck:auto:long-runs; do
+          IFS=: read -r tool kernel cases <<< "$run"
+          ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel-$cases" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py "--$cases"
         done
       fi ;;
     bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;

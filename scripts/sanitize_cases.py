@@ -3,9 +3,12 @@
     compute-sanitizer --tool memcheck python scripts/sanitize_cases.py
     compute-sanitizer --tool racecheck python scripts/sanitize_cases.py --many-tiles
 
---many-tiles runs one 16-bit case instead, 10 images of 224x224: more tiles than a GPU
-has multiprocessors, so the persistent kernels' CTAs take several tiles each (the
-space-to-depth kernel's TMA variant then alternates its two accumulator sets).
+--many-tiles runs larger cases instead, with more tiles than a GPU has multiprocessors,
+so the persistent kernels' CTAs take several tiles each: 10 images of 224x224 in 16 bits
+(the space-to-depth kernel's TMA variant then alternates its two accumulator sets), and
+plans of several strips. --long-runs runs one float32 case of 400 images of 256x256,
+where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
+long for racecheck; memcheck).
 
 Each case is checked against the float64 reference too, so a run that the
 sanitizer passes but that computes garbage still fails (exit 1).
@@ -26,7 +29,10 @@ import alexconv
 SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257),
           (1, 40, 1100), (2, 40, 256)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
-MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw")]
+MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw"),
+              ((8, 256, 256), (torch.float32, True), "nchw"),
+              ((2, 512, 512), (torch.float16, False), "nchw")]
+LONG_RUNS = [((400, 256, 256), (torch.float32, True), "nchw")]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
           (torch.float16, False): 2e-3, (torch.bfloat16, False): 1e-2}
 
@@ -35,6 +41,7 @@ def main() -> int:
     torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
     failures = 0
     cases = (MANY_TILES if "--many-tiles" in sys.argv[1:]
+             else LONG_RUNS if "--long-runs" in sys.argv[1:]
              else itertools.product(SHAPES, MODES, ["nchw", "nhwc", "cropped"]))
     for (n, h, w), (dtype, tf32), layout in cases:
         x = torch.randn(n, 3, h, w, device="cuda").to(dtype)

@@ -163,3 +163,26 @@ def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
     x = make_input(3, h, w, dtype, "cuda")
     weight, bias = make_weight(dtype, "cuda")
     assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)
+
+
+# More tiles than an H100 or H200 has multiprocessors, in plans of two or more strips
+# (both kernels at 512, the register-gather kernel at 256): every CTA takes several
+# tiles. At 400 images of 256x256 (float32: the register-gather kernel unless forced)
+# each takes over 64, in a contiguous run (conv1_tiling.h, CtaOrder).
+MANY_TILES = [(16, 256, 256), (2, 512, 512)]
+
+
+@DTYPE
+@TF32
+@pytest.mark.parametrize("n,h,w", MANY_TILES, ids=[f"{n}x{h}x{w}" for n, h, w in MANY_TILES])
+def test_many_tiles_per_cta_in_strips(dtype, allow_tf32, n, h, w):
+    x = make_input(n, h, w, dtype, "cuda")
+    weight, bias = make_weight(dtype, "cuda")
+    assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)
+
+
+@TF32
+def test_long_runs_of_tiles(allow_tf32):
+    x = make_input(400, 256, 256, torch.float32, "cuda")
+    weight, bias = make_weight(torch.float32, "cuda")
+    assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)

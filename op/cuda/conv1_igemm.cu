@@ -565,7 +565,11 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMa
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
-  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, plan, window_map);
+  TilePlan ordered = plan;
+  if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {
+    ordered.order = contiguous_runs(plan.tiles, grid);
+  }
+  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, ordered, window_map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 

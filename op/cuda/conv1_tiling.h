@@ -7,6 +7,13 @@
 // input row its pixels touch, across the strip's columns -- is staged in one
 // shared-memory slot per input channel, so the plan keeps it under kSlotElems.
 // For 224x224 inputs this is one strip of 55 columns and 192-pixel tiles.
+//
+// Tiles are numbered image by image, and within an image row band by row band with
+// the strips side by side (tile j of every strip, then tile j + 1), so that tiles
+// reading and writing the same rows run at about the same time (the space-to-depth
+// kernel, which numbers its tiles the same way, at 512x512 in 16 bits: 0.63-0.72x the
+// time with the strips one after another). Multi-strip plans with long runs per CTA
+// also take contiguous runs of numbers (CtaOrder); docs/perf-notes.md v18.
 #pragma once
 
 #include <algorithm>
@@ -65,15 +72,48 @@ struct Divider {
   }
 };
 
+// A persistent grid's CTAs walk indices blockIdx.x, + gridDim.x, ... (their turns).
+// By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
+// whose overlapping windows come from DRAM once and from L2 for the rest. Over a
+// long run the CTAs drift apart, and the neighbours of a multi-strip plan stop
+// meeting in L2 (256x256, TF32: DRAM reads 1.4x the input at batch 256, 2.3x at
+// batch 1024). Contiguous runs map the turns so that CTA b takes the tiles
+// [b * per_cta + min(b, extra), ...): per_cta, or one more for the first `extra`
+// CTAs, as many as striding gives it. Its tiles then follow one another at any batch
+// (1.8x the input at both: every window from DRAM), and they lose the front's sharing,
+// so runs pay only when they are long. Multi-strip plans in float32 at 256x256 and
+// 512x512, runs against strided: 1.07-1.21x the time at 11-43 turns per CTA, about
+// even at 43-171, 0.79-0.95x at 171-683.
+struct CtaOrder {
+  Divider by_grid;  // 1: the identity
+  int64_t per_cta = 0, extra = 0;
+};
+constexpr int64_t kMinTurnsForRuns = 64;
+
+inline CtaOrder contiguous_runs(int64_t tiles, int64_t grid) {
+  CtaOrder order;
+  if (grid < 1 || tiles < 1) return order;
+  order.by_grid = Divider(grid);
+  order.per_cta = tiles / grid;
+  order.extra = tiles - order.per_cta * grid;
+  return order;
+}
+
+ALEXCONV_HOST_DEVICE inline int64_t ordered_tile(const CtaOrder& order, int64_t index) {
+  const int64_t turn = order.by_grid(index);
+  const int64_t cta = index - turn * order.by_grid.divisor;
+  return cta * order.per_cta + (cta < order.extra ? cta : order.extra) + turn;
+}
+
 struct TilePlan {
   int64_t out_h = 0, out_w = 0;
   int64_t strips = 0, tiles_per_strip = 0, tile_pixels = 0;
   int64_t pitch = 0;  // row pitch of a window in shared memory, in elements
   int64_t box_rows = 0;  // TMA staging: rows of every window copy (the largest window's)
   int64_t tiles = 0;  // batch * strips * tiles_per_strip
-  // Dividers by strips * tiles_per_strip, tiles_per_strip, strips, and the two
-  // strip widths.
-  Divider by_per_image, by_tiles_per_strip, by_strips, by_narrow, by_wide;
+  // Dividers by strips * tiles_per_strip, strips, and the two strip widths.
+  Divider by_per_image, by_strips, by_narrow, by_wide;
+  CtaOrder order;  // the identity unless the launch sets one for its grid
 };
 
 struct Tile {
@@ -104,12 +144,14 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
   return int(((ix0 % per_unit) + per_unit) % per_unit);
 }
 
+// The tile a CTA works on at `index` (its turn; see CtaOrder).
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
-  t.n = plan.by_per_image(index);
-  const int64_t in_image = index - t.n * plan.by_per_image.divisor;
-  const int64_t strip = plan.by_tiles_per_strip(in_image);
-  const int64_t in_strip = in_image - strip * plan.tiles_per_strip;
+  const int64_t number = ordered_tile(plan.order, index);
+  t.n = plan.by_per_image(number);
+  const int64_t in_image = number - t.n * plan.by_per_image.divisor;
+  const int64_t in_strip = plan.by_strips(in_image);
+  const int64_t strip = in_image - in_strip * plan.strips;
   t.x0 = plan.by_strips(strip * plan.out_w);
   t.width = plan.by_strips((strip + 1) * plan.out_w) - t.x0;
   // Strips are out_w / strips columns wide, or one more.
@@ -179,7 +221,6 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   const auto divider = [](int64_t d) { return Divider(std::max<int64_t>(d, 1)); };
   const int64_t narrow = best.strips > 0 ? out_w / best.strips : 0;
   best.by_per_image = divider(best.strips * best.tiles_per_strip);
-  best.by_tiles_per_strip = divider(best.tiles_per_strip);
   best.by_strips = divider(best.strips);
   best.by_narrow = divider(narrow);
   best.by_wide = divider(narrow + 1);

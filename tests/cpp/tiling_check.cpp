@@ -9,7 +9,11 @@
 // pixel is exactly one tile's, and each of its 9 tap cells is the cell its
 // receptive field needs (no wrap into the next row) and lies inside the window a
 // slot holds.
+// The register-gather plan is checked in the contiguous-run order (CtaOrder) a launch
+// on `sms` one-CTA multiprocessors gives multi-strip plans: each CTA's turns take
+// consecutive tile numbers (and the coverage check makes the order a permutation).
 // Prints "ok" or the first violation; run by tests/test_tiling.py.
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -35,6 +39,22 @@ bool dividers_ok() {
                     (long long)by(n), (long long)(n / d));
         return false;
       }
+    }
+  }
+  return true;
+}
+
+// Sets contiguous runs for a grid of min(tiles, sms) CTAs; false (and a message)
+// where some CTA's turns are not consecutive tile numbers.
+bool order_ok(TilePlan& plan, long sms) {
+  const long grid = std::min<long>(plan.tiles, sms);
+  plan.order = contiguous_runs(plan.tiles, grid);
+  for (long t = 0; t + grid < plan.tiles; ++t) {
+    if (ordered_tile(plan.order, t + grid) != ordered_tile(plan.order, t) + 1) {
+      std::printf("turn %ld of %ld tiles on %ld CTAs: tile %ld, the turn before took %ld\n",
+                  t + grid, long(plan.tiles), grid, long(ordered_tile(plan.order, t + grid)),
+                  long(ordered_tile(plan.order, t)));
+      return false;
     }
   }
   return true;
@@ -88,13 +108,14 @@ int main() {
   long n, h, w, sms;
   while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
     const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
-    const TilePlan plan = make_tile_plan(n, oh, ow, sms);
+    TilePlan plan = make_tile_plan(n, oh, ow, sms);
     if (plan.tile_pixels < 1 || plan.tile_pixels > kTilePixels || plan.pitch % 32 != 0 ||
         plan.pitch < window_extent((ow + plan.strips - 1) / plan.strips)) {
       std::printf("bad plan for %ld %ld %ld: pixels %ld pitch %ld\n", n, h, w,
                   long(plan.tile_pixels), long(plan.pitch));
       return 1;
     }
+    if (!order_ok(plan, sms)) return 1;
     std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
     const WindowBox boxes[2] = {plan.tiles > 0 ? window_box(plan, 2) : WindowBox{},
                                 plan.tiles > 0 ? window_box(plan, 4) : WindowBox{}};
