@@ -5,9 +5,9 @@
 
 --many-tiles runs larger cases instead, with more tiles than a GPU has multiprocessors,
 so the persistent kernels' CTAs take several tiles each: 10 images of 224x224 in 16 bits
-(the space-to-depth kernel's TMA variant then alternates its two accumulator sets), 10 of
-227x227 in 16 bits (its element-load variant, which auto also takes at that batch), and plans
-of several strips. --long-runs runs one float32 case of 400 images of 256x256,
+and in float32 with allow_tf32 (the space-to-depth kernel's TMA variants then alternate their
+two accumulator sets), 10 of 227x227 in 16 bits (its element-load variant, which auto also
+takes at that batch), and plans of several strips. --long-runs runs one float32 case of 400 images of 256x256,
 where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
 long for racecheck; memcheck).
 
@@ -31,6 +31,7 @@ SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11,
           (1, 40, 1100), (2, 40, 256)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
 MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw"),
+              ((10, 224, 224), (torch.float32, True), "nchw"),
               ((10, 227, 227), (torch.bfloat16, False), "nchw"),
               ((8, 256, 256), (torch.float32, True), "nchw"),
               ((2, 512, 512), (torch.float16, False), "nchw")]

@@ -186,3 +186,40 @@ def test_long_runs_of_tiles(allow_tf32):
     x = make_input(400, 256, 256, torch.float32, "cuda")
     weight, bias = make_weight(torch.float32, "cuda")
     assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)
+
+
+# allow_tf32 on Hopper multiplies float32 as fp16 (conv1_s2d.cu): the weights come scaled by a
+# power of two, and tiles holding values past fp16's range, or nothing of 2^-10 or more but
+# something nonzero, are computed exactly. Scales far outside fp16's range, for the whole
+# tensor, one image or a few values, must still meet the TF32 contract -- per image, without
+# a bias that would hide a tiny image's error. 32 images of 224x224 take that path in auto
+# mode (TMA-staged), 3 of 67x93 where the space-to-depth kernel is forced (element loads).
+RANGE_CASES = ["huge inputs", "tiny inputs", "one image huge", "one image tiny",
+               "scattered huge values", "huge weights", "tiny weights", "dim inputs"]
+
+
+@pytest.mark.parametrize("n,h,w", [(32, 224, 224), (3, 67, 93)], ids=["32x224", "3x67x93"])
+@pytest.mark.parametrize("case", RANGE_CASES)
+def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w):
+    x = make_input(n, h, w, torch.float32, "cuda")
+    weight, _ = make_weight(torch.float32, "cuda", bias=False)
+    if case == "huge inputs":
+        x *= 1e6  # past fp16's 65504
+    elif case == "tiny inputs":
+        x *= 1e-7  # fp16 subnormals
+    elif case == "one image huge":
+        x[1] *= 1e6
+    elif case == "one image tiny":
+        x[1] *= 1e-7
+    elif case == "scattered huge values":
+        flat = x.view(-1)
+        flat[torch.randperm(flat.numel(), device="cuda")[:64]] = 1e5
+    elif case == "huge weights":
+        weight *= 1e8
+    elif case == "tiny weights":
+        weight *= 1e-9  # below fp16's smallest subnormal unless scaled
+    elif case == "dim inputs":
+        x = x.abs() * 1e-3  # fp16 normals, the fast path
+    out = conv1(x, weight, None, allow_tf32=True)
+    for i in range(n):
+        assert_matches_reference(out[i:i + 1], x[i:i + 1], weight, None, allow_tf32=True)

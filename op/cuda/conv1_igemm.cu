@@ -701,13 +701,14 @@ bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& 
 
 bool encode_window_map_in_units(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
-  constexpr int64_t kUnit = 8;  // 16-bit elements per 16 bytes
-  if (p.dtype == DType::kFloat32 || p.in_w % kUnit != 0 || cols % kUnit != 0) return false;
-  const cuuint64_t dims[5] = {cuuint64_t(kUnit), cuuint64_t(p.in_w / kUnit), cuuint64_t(p.in_h),
+  const int64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const int64_t unit = 16 / elem;  // elements per 16 bytes
+  if (p.in_w % unit != 0 || cols % unit != 0) return false;
+  const cuuint64_t dims[5] = {cuuint64_t(unit), cuuint64_t(p.in_w / unit), cuuint64_t(p.in_h),
                               cuuint64_t(kInChannels), cuuint64_t(p.batch)};
-  const cuuint64_t strides[4] = {cuuint64_t(kUnit) * 2, cuuint64_t(p.in_stride[2]) * 2,
-                                 cuuint64_t(p.in_stride[1]) * 2, cuuint64_t(p.in_stride[0]) * 2};
-  const cuuint32_t box[5] = {cuuint32_t(kUnit), cuuint32_t(cols / kUnit), cuuint32_t(rows), 1, 1};
+  const cuuint64_t strides[4] = {cuuint64_t(unit * elem), cuuint64_t(p.in_stride[2] * elem),
+                                 cuuint64_t(p.in_stride[1] * elem), cuuint64_t(p.in_stride[0] * elem)};
+  const cuuint32_t box[5] = {cuuint32_t(unit), cuuint32_t(cols / unit), cuuint32_t(rows), 1, 1};
   return encode_input_map<5>(p, dims, strides, box, map);
 #else
   (void)p, (void)cols, (void)rows, (void)map;

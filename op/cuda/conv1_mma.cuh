@@ -8,6 +8,8 @@
 //   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
 //   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
 //   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
+//   HalfOfFloat - allow_tf32 on the Hopper space-to-depth kernel: float32 data
+//            multiplied as float16 (wgmma only).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,6 +58,12 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
 
 __device__ __forceinline__ uint32_t pack_u16(uint16_t lo, uint16_t hi) {
   return uint32_t(lo) | (uint32_t(hi) << 16);
+}
+
+// Two floats rounded to nearest float16, packed (lo in the low half).
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 // The low part of x = hi + lo. Where it would be 0 (x exact in bf16) or NaN
@@ -301,6 +309,22 @@ struct Half {
     } else {
       wgmma::f16_m64n96k16(acc, a.r, b.at(block));
     }
+  }
+};
+
+// allow_tf32 in the space-to-depth kernel: float32 inputs and weights rounded to
+// float16, whose 10-bit mantissa is TF32's, at twice TF32's tensor rate and with half
+// its operand bytes (cuBLAS calls this CUBLAS_COMPUTE_32F_FAST_16F). float16's
+// narrow range is the kernel's to guard: weights come scaled by a power of two
+// (pack_channel), tiles whose inputs overflow float16 or all sit near its subnormals
+// are computed exactly (conv1_s2d.cu).
+struct HalfOfFloat {
+  static constexpr bool kIsBf16 = false;
+  using Raw = float;
+  static constexpr int kWgBlocks = 1;
+  template <class W>
+  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
+    words[0] = pack_half2(w(n, 2 * unit), w(n, 2 * unit + 1));
   }
 };
 

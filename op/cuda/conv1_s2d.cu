@@ -9,13 +9,15 @@
 // -- and a tap's A operand for 64 consecutive pixels is then 64 consecutive records,
 // exactly a K-major run of 8 core matrices (conv1_wgmma.cuh). B (all channels and
 // taps, packed once per CTA) stays resident. Per stage a warpgroup issues 9 taps x
-// 1 (fp16/bf16), 2 (tf32) or 3 (bf16x3, float32-accurate) wgmmas.
+// 1 (fp16/bf16, and float32 with allow_tf32, multiplied as fp16) or 3 (bf16x3,
+// float32-accurate) wgmmas.
 //
 // The zero-weight taps (ky or kx = 11) multiply real input cells of the
 // neighbouring pixels. A zero weight times an Inf or NaN input is NaN where
 // F.conv2d has none, so for a tile whose windows hold any non-finite input the
 // consumers skip their stores and the producers store it value by value
-// (conv1_direct.cuh): exact, and only for such tiles.
+// (conv1_direct.cuh): exact, and only for such tiles. float32 multiplied as fp16
+// sends the tiles fp16's range cannot hold the same way (see TileVotes).
 #include "conv1_launch.h"
 
 #include <algorithm>
@@ -43,7 +45,7 @@ namespace {
 using mma::Round;
 
 // A load unit: 2 phase rows x 4 phase columns of one cell (row pair j = 0 holds
-// phases ry 0-1, j = 1 phases ry 2-3), value v = ry % 2 * 4 + rx.
+// phases ry 0-1, j = 1 phases ry 2-3), value v = ry % 2 * 4 + rx: one record.
 constexpr int kUnitValues = 8;
 constexpr int kRecordBytes = 16;
 constexpr int kPlaneBytes = kPlaneRecords * kRecordBytes;
@@ -59,23 +61,24 @@ inline int units_per_thread(const Plan& plan) {
 }
 
 // What each mode stages and multiplies. K order within a (channel, tap) step of 16:
-// k = 4 ry + rx, so each 8-k core matrix column is one row pair j.
+// k = 4 ry + rx, so each 8-k core matrix column is one row pair j (plane j).
 template <class Mode>
 struct Staged {
-  static constexpr bool kFloat = sizeof(typename Mode::Raw) == 4;
-  // Planes of a slot: bf16x3 hi j0, hi j1, lo j0, lo j1; tf32 one per phase row ry;
-  // 16-bit j0, j1.
-  static constexpr int kPlanes = kFloat ? 4 : 2;
-  // The plane of row pair j's (first) record: j * kPairStride.
-  static constexpr int kPairStride = std::is_same_v<Mode, mma::Tf32> ? 2 : 1;
-  // Float32 modes keep 166 KB of B; two slots are what remains.
-  static constexpr int kSlots = kFloat ? 2 : 4;
+  using Raw = typename Mode::Raw;
+  // bf16x3 stages each value as two (hi and lo planes) and keeps 166 KB of B.
+  static constexpr bool kSplit = std::is_same_v<Mode, mma::Bf16x3>;
+  // Planes of a slot: bf16x3 hi j0, hi j1, lo j0, lo j1; 16-bit operands j0, j1.
+  static constexpr int kPlanes = kSplit ? 4 : 2;
+  // Beside bf16x3's B two slots are what remains.
+  static constexpr int kSlots = kSplit ? 2 : 4;
   static constexpr int kSlotBytes = kPlanes * kPlaneBytes;
-  // TMA staging (16-bit inputs whose rows allow it): raw boxes land in their own
-  // slots and the producers permute them into records. Float32 modes have no room.
-  static constexpr int kRawSlots = kFloat ? 0 : 2;
+  // TMA staging (inputs whose rows allow it): raw boxes land in their own slots and
+  // the producers permute them into records. bf16x3 has no room.
+  static constexpr int kRawSlots = kSplit ? 0 : 2;
+  static constexpr int kRawSlotBytes = 8192 * int(sizeof(Raw));
+  // Outputs of 16 bits leave through the staged epilogue, float32 ones straight.
+  static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
 };
-constexpr int kRawSlotBytes = 16384;
 // TMA-staged kernels move registers to the consumers for a second accumulator set:
 // 3 x 128 x 144 + 128 x 80 = the 64K registers of a multiprocessor.
 constexpr int kConsumerRegisters = 144, kProducerRegisters = 80;
@@ -83,15 +86,15 @@ static_assert(kConsumerThreads * kConsumerRegisters + kProducerThreads * kProduc
               "the register file");
 
 // full: every producer thread arrived (window staged); empty: every consumer
-// thread did (slot free). nonfinite[tile parity]: byte w set when producer warp w
-// staged an Inf or NaN into one of the tile's windows; written before the arrival on
-// `full` of the tile's last stage.
+// thread did (slot free). votes[tile parity]: what producer warp w staged into the
+// tile's windows (TileVotes), in byte w; written before the arrival on `full` of the
+// tile's last stage.
 template <int kSlots>
 struct Ring {
   uint64_t full[kSlots];
   uint64_t empty[kSlots];
   uint64_t landed[2];  // TMA staging: raw slot r's box has arrived
-  uint32_t nonfinite[2];
+  uint32_t votes[2];   // byte w: producer warp w's TileVotes over a tile's windows
   uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
 };
 
@@ -103,10 +106,11 @@ struct SmemLayout {
   static constexpr size_t kRingAt = kBiasAt + kOutChannels * sizeof(float);
   static constexpr size_t kSlotsAt = (kRingAt + sizeof(Ring<Staged<Mode>::kSlots>) + 127) / 128 * 128;
   static constexpr size_t kRawAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
-  static constexpr size_t kStagedAt = kRawAt + size_t(Staged<Mode>::kRawSlots) * kRawSlotBytes;
-  static constexpr bool kStagedStores = !Staged<Mode>::kFloat;
+  static constexpr size_t kStagedAt =
+      kRawAt + size_t(Staged<Mode>::kRawSlots) * Staged<Mode>::kRawSlotBytes;
   static constexpr size_t kBoxOffsetsAt =
-      kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+      kStagedAt +
+      (Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
   // TMA staging: each producer thread's units' offsets in a box (see produce_tma).
   static constexpr size_t kTotal =
       kBoxOffsetsAt +
@@ -135,23 +139,21 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
 
 // Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
 // row and column from the window's first (4y + 2j, 4x), and its (first) record's
-// byte offset in a slot (row pair j starts at plane j * Staged::kPairStride).
+// byte offset in a slot (row pair j starts at plane j).
 struct Unit {
   int row, col, record;
 };
 // The record's offset alone: no division.
-template <class Mode>
 __device__ __forceinline__ int record_at(const Plan& plan, int u) {
   const int cells = int(plan.cells);
-  // j * kPairStride * kPlaneBytes + cell * kRecordBytes, folded.
-  const int pair_shift = Staged<Mode>::kPairStride * kPlaneBytes - cells * kRecordBytes;
+  // j * kPlaneBytes + cell * kRecordBytes, folded.
+  const int pair_shift = kPlaneBytes - cells * kRecordBytes;
   return u * kRecordBytes + (u >= cells ? pair_shift : 0);
 }
-template <class Mode>
 __device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
   const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
   const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
-  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at<Mode>(plan, u)};
+  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at(plan, u)};
 }
 
 // A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
@@ -170,15 +172,14 @@ struct ThreadUnit {
   Unit at;
   bool owned;
 };
-template <class Mode>
 __device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k) {
   const int u = thread + k * kProducerThreads, last = 2 * int(plan.cells) - 1;
-  return {unit_at<Mode>(plan, min(u, last)), u <= last};
+  return {unit_at(plan, min(u, last)), u <= last};
 }
 
 // Issues the loads of this thread's units of the window of (tile, channel); any
 // strides. Padding and cells past the image load 0.
-template <class Mode, int kUnits, class Raw>
+template <int kUnits, class Raw>
 __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const Problem& p,
                                            const Plan& plan, const Tile& tile, int channel,
                                            int thread) {
@@ -188,7 +189,7 @@ __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const 
   const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const ThreadUnit unit = thread_unit<Mode>(plan, thread, k);
+    const ThreadUnit unit = thread_unit(plan, thread, k);
     // Negative coordinates wrap to huge unsigned values: one compare per bound. A
     // repeated unit loads nothing.
     const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
@@ -205,40 +206,58 @@ __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const 
   }
 }
 
-// Watches packed 16-bit words for an Inf or NaN (an all-ones exponent): the largest
-// magnitude seen, two halves at a time (one 3-input max per two words on sm_90).
+// What a producer warp saw in a tile's windows, one byte per warp in Ring::votes.
+// A tile is stored exactly (store_exact_tile) when a window holds Inf or NaN -- or,
+// for float32 multiplied as fp16, a value fp16 cannot hold (rounded to Inf), or
+// nothing of 2^-10 or more but something nonzero: fp16's subnormals below 2^-14
+// keep fewer bits than TF32, which only matters where nothing larger dominates the
+// outputs. Zeros alone are exact in fp16.
+struct TileVotes {
+  static constexpr uint32_t kExact = 1, kLarge = 2, kNonzero = 4;
+  static constexpr uint32_t kEveryWarp = 0x01010101u;
+  __device__ static bool exact(uint32_t votes) {
+    return (votes & kExact * kEveryWarp) != 0 ||
+           ((votes & kNonzero * kEveryWarp) != 0 && (votes & kLarge * kEveryWarp) == 0);
+  }
+};
+
+// Watches packed 16-bit words for what TileVotes needs: the largest magnitude seen,
+// two halves at a time (one 3-input max per two words on sm_90).
 template <class Mode>
 struct HalfMagnitudes {
   uint32_t largest = 0;
   __device__ __forceinline__ void add(uint32_t word) { largest = __vmaxu2(largest, word & 0x7fff7fffu); }
-  __device__ __forceinline__ bool nonfinite() const {
+  __device__ __forceinline__ uint32_t vote() const {
     constexpr uint32_t kInf = Mode::kIsBf16 ? 0x7f80u : 0x7c00u;
-    return (largest & 0xffffu) >= kInf || (largest >> 16) >= kInf;
+    constexpr uint32_t kLargeFloor = 0x1400u;  // 2^-10 in fp16
+    const uint32_t top = max(largest & 0xffffu, largest >> 16);
+    uint32_t vote = top >= kInf ? TileVotes::kExact : 0;
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+      vote |= (top >= kLargeFloor ? TileVotes::kLarge : 0) | (top != 0 ? TileVotes::kNonzero : 0);
+    }
+    return vote;
   }
 };
 
 // Writes this thread's units as records into the slot's planes (in the MMA's
-// operand format). Returns whether one of them holds an Inf or NaN.
+// operand format). Returns its TileVotes bits.
 template <class Mode, Round kRound, int kUnits>
-__device__ __forceinline__ bool store_units(unsigned char* slot,
-                                            const typename Mode::Raw (&v)[kUnits][kUnitValues],
-                                            const Plan& plan, int thread) {
-  float probe = 0.f;  // float32: x * 0 + probe is NaN once some x is not finite
+__device__ __forceinline__ uint32_t store_units(unsigned char* slot,
+                                                const typename Mode::Raw (&v)[kUnits][kUnitValues],
+                                                const Plan& plan, int thread) {
+  float probe = 0.f;  // bf16x3: x * 0 + probe is NaN once some x is not finite
   HalfMagnitudes<Mode> halves;
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const ThreadUnit unit = thread_unit<Mode>(plan, thread, k);
-    // Row pair j's first plane (Staged::kPairStride): bf16x3 hi j, lo 2 + j; tf32
-    // 2j + ry; 16-bit j.
+    const ThreadUnit unit = thread_unit(plan, thread, k);
+    // Row pair j's plane: bf16x3 hi j, lo 2 + j; 16-bit j.
     const auto record = [&](int plane) {
       return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kPlaneBytes);
     };
-    if constexpr (Staged<Mode>::kFloat) {
+    if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
 #pragma unroll
       for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[k][i], 0.f, probe);
-    }
-    // Float32 conversions are long enough that a repeated unit skips them.
-    if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+      // The conversion is long enough that a repeated unit skips it.
       if (unit.owned) {
         uint32_t hi[4], lo[4];
 #pragma unroll
@@ -246,33 +265,29 @@ __device__ __forceinline__ bool store_units(unsigned char* slot,
         *record(0) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
         *record(2) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
       }
-    } else if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-      if (unit.owned) {
-#pragma unroll
-        for (int ry = 0; ry < 2; ++ry) {
-          *record(ry) = make_uint4(mma::to_tf32(v[k][4 * ry]), mma::to_tf32(v[k][4 * ry + 1]),
-                                   mma::to_tf32(v[k][4 * ry + 2]), mma::to_tf32(v[k][4 * ry + 3]));
-        }
-      }
     } else {
       uint32_t w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
+        if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+          w[i] = mma::pack_half2(v[k][2 * i], v[k][2 * i + 1]);
+        } else {
+          w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
+        }
         halves.add(w[i]);
       }
       if (unit.owned) *record(0) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
-  if constexpr (Staged<Mode>::kFloat) {
-    return probe != probe;
+  if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+    return probe != probe ? TileVotes::kExact : 0;
   } else {
-    return halves.nonfinite();
+    return halves.vote();
   }
 }
 
-// A tile whose windows hold Inf or NaN, stored value by value (conv1_direct.cuh) by
-// the producer threads while the consumers go on (they skip its stores): exact,
+// A tile TileVotes sends to the exact path, stored value by value (conv1_direct.cuh)
+// by the producer threads while the consumers go on (they skip its stores): exact,
 // and out of the consumers' code, where a branch to it serialises every wgmma
 // (ptxas C7518). A call: its loops stay out of the producers' registers. (The
 // kernel's parameters are __grid_constant__, so passing them by reference copies nothing.)
@@ -294,27 +309,33 @@ __device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan
   }
 }
 
-// The producers' side of the Inf/NaN rule: each warp ORs what it staged over a
-// tile's windows and publishes its byte before the tile's last arrival on `full`;
-// once every warp's byte is in, the producers store a flagged tile exactly.
-struct NonfiniteTiles {
-  bool seen = false;  // warp-uniform
+// The producers' side of TileVotes: each warp ORs its lanes' votes over a tile's
+// windows and publishes its byte before the tile's last arrival on `full`; once
+// every warp's byte is in, the producers store a tile that needs it exactly.
+struct ExactTiles {
+  uint32_t seen = 0;  // warp-uniform
   int parity = 0;     // of the tile count
-  // After staging a stage's records, before arriving on its `full`.
-  template <int kSlots>
-  __device__ void staged(bool nonfinite, bool last, Ring<kSlots>& ring, int warp, int lane) {
-    seen |= __any_sync(0xffffffffu, nonfinite);
-    if (last && lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.nonfinite[parity])[warp] = seen;
+  // After staging a stage's records, before arriving on its `full`. Modes whose
+  // votes are kExact alone take a plain vote (a 2% slower 227 fp16 kernel with the
+  // reduction, perf-notes v21).
+  template <class Mode, int kSlots>
+  __device__ void staged(uint32_t vote, bool last, Ring<kSlots>& ring, int warp, int lane) {
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+      seen |= __reduce_or_sync(0xffffffffu, vote);
+    } else {
+      seen |= __any_sync(0xffffffffu, vote != 0) ? TileVotes::kExact : 0;
+    }
+    if (last && lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.votes[parity])[warp] = seen;
   }
   // After arriving on the `full` (at pos) of a tile's last stage.
   template <DType T, int kSlots>
   __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
                          const Plan& plan, int64_t tile_index, int thread) {
     barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
-    if (*reinterpret_cast<volatile uint32_t*>(&ring.nonfinite[parity]) != 0) {
+    if (TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[parity]))) {
       store_exact_tile<T>(p, plan, tile_index, thread);
     }
-    seen = false;
+    seen = 0;
     parity ^= 1;
   }
 };
@@ -329,20 +350,20 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   Raw v[kUnits][kUnitValues];
   StageCursor<Plan> at(plan);
   RingPos<Staged<Mode>::kSlots> pos;
-  NonfiniteTiles flags;
+  ExactTiles exact;
   while (at.valid(plan)) {
     const int t = opaque(thread);
-    load_units<Mode, kUnits>(v, p, plan, at.tile, at.channel, t);
+    load_units<kUnits>(v, p, plan, at.tile, at.channel, t);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
-    const bool nonfinite = round == Round::kNearest
-                               ? store_units<Mode, Round::kNearest, kUnits>(slot, v, plan, t)
-                               : store_units<Mode, Round::kTowardZero, kUnits>(slot, v, plan, t);
+    const uint32_t vote = round == Round::kNearest
+                              ? store_units<Mode, Round::kNearest, kUnits>(slot, v, plan, t)
+                              : store_units<Mode, Round::kTowardZero, kUnits>(slot, v, plan, t);
     const bool last = at.channel == kInChannels - 1;
-    flags.staged(nonfinite, last, ring, warp, lane);
+    exact.staged<Mode>(vote, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) flags.finish<T>(ring, pos, p, plan, at.tile_index, thread);
+    if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
   }
@@ -350,37 +371,62 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
 
 // The first input column of a tile's TMA box, 16-byte aligned (the hardware needs
 // it), and how far into each box row the window's column 0 sits.
+template <class Raw>
 __device__ __forceinline__ int box_skew(const Tile& tile) {
-  return int(((tile.x0 * kStride - kPad) % 8 + 8) % 8);  // 8 16-bit elements per 16 bytes
+  constexpr int kPerUnit = 16 / int(sizeof(Raw));  // elements per 16 bytes
+  return int(((tile.x0 * kStride - kPad) % kPerUnit + kPerUnit) % kPerUnit);
 }
+template <class Raw>
 __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
                                           const Tile& tile, int channel, uint64_t* landed) {
-  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(uint16_t)));
-  const int x = int(tile.x0 * kStride - kPad) - box_skew(tile), y = int(tile.oy0 * kStride - kPad);
+  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(Raw)));
+  const int x = int(tile.x0 * kStride - kPad) - box_skew<Raw>(tile), y = int(tile.oy0 * kStride - kPad);
   if (plan.box_in_units) {
-    tma_load_box_in_units(raw, map, x / 8, y, channel, int(tile.n), landed);  // x % 8 == 0
+    constexpr int kPerUnit = 16 / int(sizeof(Raw));
+    tma_load_box_in_units(raw, map, x / kPerUnit, y, channel, int(tile.n), landed);  // whole units
   } else {
     tma_load_box(raw, map, x, y, channel, int(tile.n), landed);
   }
 }
 
+// A record from a landed box: the unit's two rows of 4 elements from `first` on.
+// 16-bit: four aligned 32-bit loads. float32 (multiplied as fp16): four aligned
+// 8-byte loads (a float32 box row's window starts 8 bytes into a 16-byte unit),
+// rounded to fp16 pairs.
+template <class Raw>
+__device__ __forceinline__ uint4 box_record(const unsigned char* first, int row_bytes) {
+  if constexpr (sizeof(Raw) == 4) {
+    const float2* row0 = reinterpret_cast<const float2*>(first);
+    const float2* row1 = reinterpret_cast<const float2*>(first + row_bytes);
+    const float2 a = row0[0], b = row0[1], c = row1[0], d = row1[1];
+    return make_uint4(mma::pack_half2(a.x, a.y), mma::pack_half2(b.x, b.y),
+                      mma::pack_half2(c.x, c.y), mma::pack_half2(d.x, d.y));
+  } else {
+    const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
+    const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
+    return make_uint4(row0[0], row0[1], row1[0], row1[1]);
+  }
+}
+
 // Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
-// each landed box into records (4 aligned 32-bit shared loads per record, no global
-// addresses or bound checks: the copy engine zero-filled what lies outside the input).
-// A stage's shared loads all go out before its slot is awaited and written.
+// each landed box into records (box_record; no global addresses or bound checks: the
+// copy engine zero-filled what lies outside the input). A stage's shared loads all go
+// out before its slot is awaited and written.
 template <class Mode, DType T, int kUnits>
 __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
                             unsigned char* slots, const unsigned char* raw, uint32_t* box_offsets,
                             Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  constexpr int kRawSlotBytes = Staged<Mode>::kRawSlotBytes;
   const int thread = warp * 32 + lane;
-  const int row_bytes = int(plan.box_cols * sizeof(uint16_t));
+  const int row_bytes = int(plan.box_cols * sizeof(Raw));
   StageCursor<Plan> at(plan), copy(plan);
   RingPos<Staged<Mode>::kSlots> pos;
   RingPos<2> raw_pos, copy_pos;
   const auto issue_next = [&] {
     if (thread == 0 && copy.valid(plan)) {
-      issue_box(smem_address(raw + copy_pos.slot * kRawSlotBytes), map, plan, copy.tile,
-                copy.channel, &ring.landed[copy_pos.slot]);
+      issue_box<Raw>(smem_address(raw + copy_pos.slot * kRawSlotBytes), map, plan, copy.tile,
+                     copy.channel, &ring.landed[copy_pos.slot]);
     }
     copy.advance(plan);
     copy_pos.advance();
@@ -394,27 +440,22 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
   uint32_t* own_offsets = box_offsets + thread;  // unit k at [k * kProducerThreads]
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const Unit unit = thread_unit<Mode>(plan, thread, k).at;
-    own_offsets[k * kProducerThreads] = unit.row * row_bytes + unit.col * int(sizeof(uint16_t));
+    const Unit unit = thread_unit(plan, thread, k).at;
+    own_offsets[k * kProducerThreads] = unit.row * row_bytes + unit.col * int(sizeof(Raw));
   }
   const int last_unit = 2 * int(plan.cells) - 1;
-  NonfiniteTiles flags;
+  ExactTiles exact;
   while (at.valid(plan)) {
     uint32_t offset[kUnits];
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) offset[k] = own_offsets[k * kProducerThreads];
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
-    // Box row 4y + 2j (+1), columns skew + 4x .. + 3: two 32-bit words per row.
+    // Box rows 4y + 2j and 4y + 2j + 1, columns skew + 4x .. + 3.
     const unsigned char* box =
-        raw + raw_pos.slot * kRawSlotBytes + box_skew(at.tile) * int(sizeof(uint16_t));
+        raw + raw_pos.slot * kRawSlotBytes + box_skew<Raw>(at.tile) * int(sizeof(Raw));
     uint4 record[kUnits];
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) {
-      const unsigned char* first = box + offset[k];
-      const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
-      const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
-      record[k] = make_uint4(row0[0], row0[1], row1[0], row1[1]);
-    }
+    for (int k = 0; k < kUnits; ++k) record[k] = box_record<Raw>(box + offset[k], row_bytes);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
     HalfMagnitudes<Mode> halves;
@@ -422,21 +463,21 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
     for (int k = 0; k < kUnits; ++k) {
       // A repeated unit (see thread_unit) writes no record.
       const int u = thread + k * kProducerThreads;
-      if (u <= last_unit) *reinterpret_cast<uint4*>(slot + record_at<Mode>(plan, u)) = record[k];
+      if (u <= last_unit) *reinterpret_cast<uint4*>(slot + record_at(plan, u)) = record[k];
       halves.add(record[k].x);
       halves.add(record[k].y);
       halves.add(record[k].z);
       halves.add(record[k].w);
     }
     const bool last = at.channel == kInChannels - 1;
-    flags.staged(halves.nonfinite(), last, ring, warp, lane);
+    exact.staged<Mode>(halves.vote(), last, ring, warp, lane);
     // The records were written through the generic proxy (wgmma reads them through
     // the async proxy), and the box was read through it before a copy overwrites it.
     fence_async_proxy();
     producer_barrier();  // every producer is done with the box
     issue_next();
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) flags.finish<T>(ring, pos, p, plan, at.tile_index, thread);
+    if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
     raw_pos.advance();
@@ -456,9 +497,6 @@ __device__ __forceinline__ void multiply_tap(float (&acc)[mma::kNTiles][4], cons
     wgmma::bf16_m64n96k16_ss(acc, window.at(a + 2 * kPlane), weights.at(b));
     wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b + kBlock));
     wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b));
-  } else if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-    wgmma::tf32_m64n96k8_ss(acc, window.at(a), weights.at(b));
-    wgmma::tf32_m64n96k8_ss(acc, window.at(a + 2 * kPlane), weights.at(b + kBlock));
   } else if constexpr (Mode::kIsBf16) {
     wgmma::bf16_m64n96k16_ss(acc, window.at(a), weights.at(b));
   } else {
@@ -494,6 +532,7 @@ struct Consumer {
   const uint32_t slots, b_all;  // shared-memory addresses
   const float* bias;
   uint16_t* staged;
+  const float unscale;  // mma::HalfOfFloat: B holds the weights times its inverse
   const int warp, lane;
   RingPos<Staged<Mode>::kSlots> pos;
   int in_flight = -1;  // the slot of the stage whose MMAs may still run
@@ -550,15 +589,22 @@ struct Consumer {
     for (int channel = 1; channel < kInChannels; ++channel) stage(acc, base, channel);
     drain(acc);
   }
-  // Adds the bias and stores a multiplied tile (the producers store one whose input
-  // holds Inf or NaN: the flag is the same in every consumer thread, so their group
-  // barriers match).
+  // Adds the bias and stores a multiplied tile (the producers store one TileVotes
+  // sends to the exact path: the votes are the same in every consumer thread, so
+  // their group barriers match).
   __device__ __forceinline__ void store(float (&acc)[kMTiles][mma::kNTiles][4], const Tile& tile) {
-    const bool exact = ring.nonfinite[parity] != 0;
+    const bool exact = TileVotes::exact(ring.votes[parity]);
     parity ^= 1;
     if (exact) return;
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+#pragma unroll
+      for (int nt = 0; nt < mma::kNTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[0][nt][e] *= unscale;  // a power of two: exact
+      }
+    }
     add_bias(acc, bias, lane & 3);
-    if constexpr (SmemLayout<Mode>::kStagedStores) {
+    if constexpr (Staged<Mode>::kHalfOutputs) {
       store_tile_staged<T>(acc, staged, p, warp, lane,
                            [&](int local) { return place_pixel(plan, tile, p, local).out; });
     } else {
@@ -654,10 +700,17 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     const Raw* b = static_cast<const Raw*>(p.bias);
     bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }
+  // float32 multiplied as fp16: B holds the weights times a power of two (its
+  // barrier publishes the ring, k_taps and the bias; the raw slots, free until the
+  // first box lands, are its scratch).
+  WeightScale weight_scale;
+  if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+    weight_scale = half_weight_scale(p, reinterpret_cast<uint32_t*>(smem + Layout::kRawAt), tid);
+  }
   // The window slots are free until the producers start: scratch for raw weights.
   // Its first barrier publishes the ring, k_taps and the bias.
-  const bool infinite_weight =
-      pack_weights<Mode, true, kTapSteps>(p, k_taps, b_all, reinterpret_cast<Raw*>(slots), tid);
+  const bool infinite_weight = pack_weights<Mode, true, kTapSteps>(
+      p, k_taps, b_all, reinterpret_cast<Raw*>(slots), tid, weight_scale.scale);
   // B was written through the generic proxy; the tensor cores read it through the async proxy.
   fence_async_proxy();
   // Infinite weights make inputs split toward zero (see mma::Round). Ends in a CTA barrier.
@@ -669,8 +722,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   if (lane == 0) ring.infinite_weights = any_infinite;
   if (warp < kConsumerWarps) {
     const Consumer<Mode, T> consumer{p, plan, ring, smem_address(slots), smem_address(smem), bias,
-                                     reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp,
-                                     lane};
+                                     reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt),
+                                     weight_scale.inverse, warp, lane};
     if constexpr (kTma) {
       wgmma::setmaxnreg_inc<kConsumerRegisters>();
       consume_overlapped(consumer);
@@ -705,28 +758,35 @@ cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& m
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-// TMA staging for 16-bit inputs: rows unit-stride and 16-byte aligned, and a box of
-// every window (its rows x the virtual width's columns plus the alignment skew) that
-// fits a raw slot. A box wider than TMA's 256 elements per dimension goes through the
-// map of 16-byte units (encode_window_map_in_units), where rows are whole units.
+// TMA staging for the modes with raw slots (16-bit inputs, float32 with allow_tf32):
+// rows unit-stride and 16-byte aligned, and a box of every window (its rows x the
+// virtual width's columns plus the alignment skew) that fits a raw slot. A box wider
+// than TMA's 256 elements per dimension goes through the map of 16-byte units
+// (encode_window_map_in_units), where rows are whole units.
 struct Box {
   int64_t cols = 0, rows = 0;
   bool in_units = false;
 };
 // Whether TMA staging applies, and the box.
 bool tma_box(const Problem& p, const Plan& plan, Box& box) {
-  constexpr int64_t kPerUnit = 8;  // 16-bit elements per 16 bytes
+  if (p.dtype == DType::kFloat32 && !p.allow_tf32) return false;  // bf16x3: no raw slots
+  const int64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const int64_t per_unit = 16 / elem;  // elements per 16 bytes
   constexpr int64_t kMaxBoxDim = 256;
-  const bool aligned = p.dtype != DType::kFloat32 && p.in_stride[3] == 1 &&
-                       reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
-                       p.in_stride[2] % kPerUnit == 0 && p.in_stride[1] % kPerUnit == 0 &&
-                       p.in_stride[0] % kPerUnit == 0;
-  box.cols = (kPerUnit - 2 + kStride * plan.wv + kPerUnit - 1) / kPerUnit * kPerUnit;
+  const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
+                       p.in_stride[2] % per_unit == 0 && p.in_stride[1] % per_unit == 0 &&
+                       p.in_stride[0] % per_unit == 0;
+  // The skew (box_skew) is at most per_unit - 2: the window starts 2 columns before a cell.
+  box.cols = (per_unit - 2 + kStride * plan.wv + per_unit - 1) / per_unit * per_unit;
   box.rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
   box.in_units = box.cols > kMaxBoxDim;
-  const bool units_ok = p.in_w % kPerUnit == 0 && box.cols / kPerUnit <= kMaxBoxDim;
+  // float32 boxes in units measured slower than element loads (256, 512: 1.01-1.50x;
+  // perf-notes v21): 16-byte units are twice as many per box as for 16-bit elements.
+  const bool units_ok = p.in_w % per_unit == 0 && box.cols / per_unit <= kMaxBoxDim && elem == 2;
+  const int64_t raw_slot_bytes = elem == 4 ? Staged<mma::HalfOfFloat>::kRawSlotBytes
+                                           : Staged<mma::Half<false>>::kRawSlotBytes;
   return aligned && (!box.in_units || units_ok) && box.rows <= kMaxBoxDim &&
-         box.cols * box.rows * int64_t(sizeof(uint16_t)) <= kRawSlotBytes;
+         box.cols * box.rows * elem <= raw_slot_bytes;
 }
 
 // Sets the plan's box and encodes `map` where TMA staging applies.
@@ -769,7 +829,7 @@ cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_
 size_t smem_bytes_for(const Problem& p) {
   switch (p.dtype) {
     case DType::kFloat32:
-      return p.allow_tf32 ? smem_bytes<mma::Tf32>() : smem_bytes<mma::Bf16x3>();
+      return p.allow_tf32 ? smem_bytes<mma::HalfOfFloat>() : smem_bytes<mma::Bf16x3>();
     case DType::kFloat16: return smem_bytes<mma::Half<false>>();
     case DType::kBFloat16: return smem_bytes<mma::Half<true>>();
   }
@@ -804,6 +864,8 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   if (plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
     return p.dtype != DType::kFloat32 && other == WindowStaging::kRegisters && unit_stride;
   }
+  // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
+  if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;
   // float32: where the other engine copies unit-stride rows without TMA (227, 512).
   // With TMA (224, 256) it is faster, and for other W strides (channels_last) its
   // 4-byte copies beat this kernel's element loads (1.02-1.09x).
@@ -818,7 +880,7 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
 cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
   switch (p.dtype) {
     case DType::kFloat32:
-      return p.allow_tf32 ? s2d::launch_typed<mma::Tf32, DType::kFloat32>(p, device, stream)
+      return p.allow_tf32 ? s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream)
                           : s2d::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
     case DType::kFloat16:
       return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);

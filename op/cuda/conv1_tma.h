@@ -27,11 +27,11 @@ struct alignas(64) WindowMap {
 // False where this build, the driver or the strides do not allow it.
 bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map);
 
-// The same boxes for 16-bit inputs whose boxes are wider than TMA's 256 elements per
-// dimension: each row is cut into 16-byte units (dimensions: element in unit, unit,
-// H, channel, image), and a box of cols / 8 units still lands as dense rows of cols
-// elements. Needs whole units per row (W a multiple of 8), or a unit would reach
-// past the row.
+// The same boxes where they are wider than TMA's 256 elements per dimension: each
+// row is cut into 16-byte units (dimensions: element in unit, unit, H, channel,
+// image), and a box of cols / (elements per unit) units still lands as dense rows of
+// cols elements. Needs whole units per row (W a multiple of 8 for 16-bit elements, 4
+// for float32), or a unit would reach past the row.
 bool encode_window_map_in_units(const Problem& p, int64_t cols, int64_t rows, WindowMap& map);
 
 }  // namespace cuda

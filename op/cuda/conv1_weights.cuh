@@ -55,18 +55,20 @@ struct WeightRound {
   }
 };
 
-// Packs input channel c's B (in the engine's layout) from its raw weights. Returns
+// Packs input channel c's B (in the engine's layout) from its raw weights, times
+// `scale` where the mode multiplies float32 as float16 (half_weight_scale). Returns
 // whether one of them is infinite.
 template <class Mode, bool kWgmma, int kSteps>
 __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t* k_taps,
-                             uint4* b_frag, int tid) {
+                             uint4* b_frag, int tid, float scale = 1.f) {
   using Raw = typename Mode::Raw;
   bool infinite = false;
   // Weight of output channel n at col `col` of a step; 0 at padding taps.
   const auto weight = [&](int step, int n, int col) {
     const int tap = k_taps[step * 16 + col];
-    const Raw v = tap < kTapsPerChannel ? raw[n * kTapsPerChannel + tap] : Raw(0);
+    Raw v = tap < kTapsPerChannel ? raw[n * kTapsPerChannel + tap] : Raw(0);
     if constexpr (std::is_same_v<Raw, float>) infinite |= isinf(v);
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) v *= scale;  // a power of two: exact
     return v;
   };
   if constexpr (kWgmma) {
@@ -108,7 +110,7 @@ __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t
 // an infinite weight.
 template <class Mode, bool kWgmma, int kSteps>
 __device__ __forceinline__ bool pack_weights(const Problem& p, const uint8_t* k_taps, uint4* b_frag,
-                             typename Mode::Raw* raw, int tid) {
+                             typename Mode::Raw* raw, int tid, float scale = 1.f) {
   WeightRound<typename Mode::Raw> weights;
   weights.load(p, 0, tid);
   bool infinite_weight = false;
@@ -117,10 +119,50 @@ __device__ __forceinline__ bool pack_weights(const Problem& p, const uint8_t* k_
     weights.store(raw, tid);
     __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
     if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
-    infinite_weight |= pack_channel<Mode, kWgmma, kSteps>(raw, c, k_taps, b_frag, tid);
+    infinite_weight |= pack_channel<Mode, kWgmma, kSteps>(raw, c, k_taps, b_frag, tid, scale);
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   return infinite_weight;
+}
+
+// Float32 weights multiplied as float16 (mma::HalfOfFloat) are first scaled by the
+// power of two that brings the largest finite magnitude into [2^14, 2^15): none
+// overflows float16, and every weight within 2^-24 of the largest stays a float16
+// normal (full precision). The accumulators are scaled back by the inverse in the
+// epilogue. Inf and NaN weights stay what they are, as in the 16-bit modes.
+struct WeightScale {
+  float scale = 1.f, inverse = 1.f;
+};
+
+// Every thread of the CTA takes part: each scans a share of the weights (any
+// strides), the warps' largest magnitudes meet in `warp_largest` (one word per
+// warp), and one CTA barrier later every thread works out the same scale.
+__device__ inline WeightScale half_weight_scale(const Problem& p, uint32_t* warp_largest, int tid) {
+  constexpr int kPerOutChannel = int(kInChannels) * kTapsPerChannel;
+  constexpr int kWeights = int(kOutChannels) * kPerOutChannel, kSide = int(kKernel);
+  const float* w = static_cast<const float*>(p.weight);
+  uint32_t largest = 0;  // the largest finite |w| as bits (ordered like the magnitudes)
+#pragma unroll 4
+  for (int e = tid; e < kWeights; e += kTileThreads) {
+    const int n = e / kPerOutChannel, rest = e % kPerOutChannel;
+    const int c = rest / kTapsPerChannel, tap = rest % kTapsPerChannel;
+    const float v = __ldg(w + n * p.weight_stride[0] + c * p.weight_stride[1] +
+                          (tap / kSide) * p.weight_stride[2] + (tap % kSide) * p.weight_stride[3]);
+    const uint32_t magnitude = __float_as_uint(v) & 0x7fffffffu;
+    if (magnitude < 0x7f800000u) largest = max(largest, magnitude);
+  }
+  largest = __reduce_max_sync(0xffffffffu, largest);
+  if (tid % 32 == 0) warp_largest[tid / 32] = largest;
+  __syncthreads();
+  for (int i = 0; i < kTileThreads / 32; ++i) largest = max(largest, warp_largest[i]);
+  WeightScale s;
+  if (largest == 0) return s;
+  // 2^(14 - exponent of the largest), kept within the normal floats both ways.
+  const int exponent = max(int(largest >> 23), 1) - 127;
+  const int shift = min(max(14 - exponent, -126), 126);
+  s.scale = __uint_as_float(uint32_t(127 + shift) << 23);
+  s.inverse = __uint_as_float(uint32_t(127 - shift) << 23);
+  return s;
 }
 
 }  // namespace cuda

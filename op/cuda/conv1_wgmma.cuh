@@ -151,9 +151,6 @@ __device__ __forceinline__ void bf16_m64n96k16_ss(float (&d)[12][4], uint64_t a,
 __device__ __forceinline__ void f16_m64n96k16_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
   ALEXCONV_WGMMA_SS("m64n96k16.f32.f16.f16", "1, 1, 0, 0");
 }
-__device__ __forceinline__ void tf32_m64n96k8_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
-  ALEXCONV_WGMMA_SS("m64n96k8.f32.tf32.tf32", "1, 1");
-}
 
 __device__ __forceinline__ void bf16_m64n96k16(float (&d)[12][4], const uint32_t (&a)[4],
                                                uint64_t desc) {

@@ -17,8 +17,9 @@ def conv1(
         input: [N, 3, H, W] with H, W >= 7; float32, float16 or bfloat16; any strides.
         weight: [96, 3, 11, 11], same dtype and device as ``input``.
         bias: [96] or None.
-        allow_tf32: on CUDA with float32, permit TF32 tensor cores (relative error
-            about 1e-3 instead of float32 accuracy). No effect elsewhere.
+        allow_tf32: on CUDA with float32, permit products rounded to TF32's 10-bit
+            mantissa (relative norm error up to 1e-3 instead of float32 accuracy): TF32
+            tensor cores, or on Hopper fp16 ones with range guards. No effect elsewhere.
 
     Returns:
         [N, 96, (H - 7) // 4 + 1, (W - 7) // 4 + 1] in ``input``'s dtype, in the memory
