@@ -5,7 +5,7 @@
 // layer a 3x3 stride-1 convolution (K = 3 channels x 9 taps x 16 phases = 432, of
 // which 363 are real taps). Per (tile, input channel) stage the producer warps stage
 // the tile's window of cells as planes of 16-byte records -- a record is one cell's
-// 8 phases (16-bit operands: two phase rows of 4) or 4 phases (tf32: one phase row)
+// 8 phases of 16-bit operands (two phase rows of 4; bf16x3 keeps hi and lo planes)
 // -- and a tap's A operand for 64 consecutive pixels is then 64 consecutive records,
 // exactly a K-major run of 8 core matrices (conv1_wgmma.cuh). B (all channels and
 // taps, packed once per CTA) stays resident. Per stage a warpgroup issues 9 taps x
