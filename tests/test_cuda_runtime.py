@@ -194,8 +194,9 @@ def test_long_runs_of_tiles(allow_tf32):
 # tensor, one image or a few values, must still meet the TF32 contract -- per image, without
 # a bias that would hide a tiny image's error. 32 images of 224x224 take that path in auto
 # mode (TMA-staged), 3 of 67x93 where the space-to-depth kernel is forced (element loads).
-RANGE_CASES = ["huge inputs", "tiny inputs", "one image huge", "one image tiny",
-               "scattered huge values", "huge weights", "tiny weights", "dim inputs"]
+RANGE_CASES = ["huge inputs", "tiny inputs", "below fp16 inputs", "one image huge",
+               "one image tiny", "scattered huge values", "huge weights", "tiny weights",
+               "dim inputs"]
 
 
 @pytest.mark.parametrize("n,h,w", [(32, 224, 224), (3, 67, 93)], ids=["32x224", "3x67x93"])
@@ -207,6 +208,8 @@ def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w):
         x *= 1e6  # past fp16's 65504
     elif case == "tiny inputs":
         x *= 1e-7  # fp16 subnormals
+    elif case == "below fp16 inputs":
+        x *= 1e-9  # every value rounds to 0 in fp16
     elif case == "one image huge":
         x[1] *= 1e6
     elif case == "one image tiny":

@@ -222,10 +222,12 @@ struct TileVotes {
 };
 
 // Watches packed 16-bit words for what TileVotes needs: the largest magnitude seen,
-// two halves at a time (one 3-input max per two words on sm_90).
+// two halves at a time (one 3-input max per two words on sm_90); and for float32
+// multiplied as fp16 the OR of the float32 bits, which sees values that round to 0.
 template <class Mode>
 struct HalfMagnitudes {
   uint32_t largest = 0;
+  uint32_t float_bits = 0;
   __device__ __forceinline__ void add(uint32_t word) { largest = __vmaxu2(largest, word & 0x7fff7fffu); }
   __device__ __forceinline__ uint32_t vote() const {
     constexpr uint32_t kInf = Mode::kIsBf16 ? 0x7f80u : 0x7c00u;
@@ -233,7 +235,8 @@ struct HalfMagnitudes {
     const uint32_t top = max(largest & 0xffffu, largest >> 16);
     uint32_t vote = top >= kInf ? TileVotes::kExact : 0;
     if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
-      vote |= (top >= kLargeFloor ? TileVotes::kLarge : 0) | (top != 0 ? TileVotes::kNonzero : 0);
+      vote |= (top >= kLargeFloor ? TileVotes::kLarge : 0) |
+              ((float_bits & 0x7fffffffu) != 0 ? TileVotes::kNonzero : 0);
     }
     return vote;
   }
@@ -271,6 +274,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
       for (int i = 0; i < 4; ++i) {
         if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
           w[i] = mma::pack_half2(v[k][2 * i], v[k][2 * i + 1]);
+          halves.float_bits |= __float_as_uint(v[k][2 * i]) | __float_as_uint(v[k][2 * i + 1]);
         } else {
           w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
         }
@@ -392,13 +396,16 @@ __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, co
 // A record from a landed box: the unit's two rows of 4 elements from `first` on.
 // 16-bit: four aligned 32-bit loads. float32 (multiplied as fp16): four aligned
 // 8-byte loads (a float32 box row's window starts 8 bytes into a 16-byte unit),
-// rounded to fp16 pairs.
+// rounded to fp16 pairs; their bits are ORed into float_bits (HalfMagnitudes).
 template <class Raw>
-__device__ __forceinline__ uint4 box_record(const unsigned char* first, int row_bytes) {
+__device__ __forceinline__ uint4 box_record(const unsigned char* first, int row_bytes,
+                                            uint32_t& float_bits) {
   if constexpr (sizeof(Raw) == 4) {
     const float2* row0 = reinterpret_cast<const float2*>(first);
     const float2* row1 = reinterpret_cast<const float2*>(first + row_bytes);
     const float2 a = row0[0], b = row0[1], c = row1[0], d = row1[1];
+    const auto bits = [](float2 f) { return __float_as_uint(f.x) | __float_as_uint(f.y); };
+    float_bits |= bits(a) | bits(b) | bits(c) | bits(d);
     return make_uint4(mma::pack_half2(a.x, a.y), mma::pack_half2(b.x, b.y),
                       mma::pack_half2(c.x, c.y), mma::pack_half2(d.x, d.y));
   } else {
@@ -453,12 +460,14 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
     // Box rows 4y + 2j and 4y + 2j + 1, columns skew + 4x .. + 3.
     const unsigned char* box =
         raw + raw_pos.slot * kRawSlotBytes + box_skew<Raw>(at.tile) * int(sizeof(Raw));
+    HalfMagnitudes<Mode> halves;
     uint4 record[kUnits];
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) record[k] = box_record<Raw>(box + offset[k], row_bytes);
+    for (int k = 0; k < kUnits; ++k) {
+      record[k] = box_record<Raw>(box + offset[k], row_bytes, halves.float_bits);
+    }
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
-    HalfMagnitudes<Mode> halves;
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) {
       // A repeated unit (see thread_unit) writes no record.
