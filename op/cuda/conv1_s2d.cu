@@ -320,8 +320,8 @@ struct ExactTiles {
   uint32_t seen = 0;  // warp-uniform
   int parity = 0;     // of the tile count
   // After staging a stage's records, before arriving on its `full`. Modes whose
-  // votes are kExact alone take a plain vote (a 2% slower 227 fp16 kernel with the
-  // reduction, perf-notes v21).
+  // votes are kExact alone keep the plain vote they had before TileVotes (the
+  // reduction measured the same for them, perf-notes v21).
   template <class Mode, int kSlots>
   __device__ void staged(uint32_t vote, bool last, Ring<kSlots>& ring, int warp, int lane) {
     if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {

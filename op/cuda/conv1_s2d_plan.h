@@ -43,7 +43,7 @@ struct Plan {
   int64_t wv = 0;               // virtual width: the widest strip + 2
   int64_t cells = 0;            // cells staged per window (each of a plane's first `cells`)
   int64_t tiles_per_strip = 0, tiles = 0;
-  int64_t box_cols = 0, box_rows = 0;  // TMA staging (16-bit): every window's box; 0: none
+  int64_t box_cols = 0, box_rows = 0;  // TMA staging: every window's box; 0: none
   bool box_in_units = false;           // copied through the map of 16-byte units
   Divider by_per_image, by_strips, by_wv;
 };
