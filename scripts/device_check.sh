@@ -57,9 +57,9 @@ for step in "${steps[@]}"; do
         ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
           compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
       done
-      # Several tiles per CTA: the space-to-depth TMA kernel's two accumulator sets, its
-      # element-load kernel (227, 16-bit; auto too), the register-gather kernel in multi-strip
-      # plans (auto at these batches), and its long runs.
+      # Several tiles per CTA: the space-to-depth kernel's two accumulator sets (TMA and
+      # element-load variants; 227 16-bit in auto too), the register-gather kernel in
+      # multi-strip plans (auto at these batches), and its long runs.
       if [[ $step != sanitize-b ]]; then
         for run in memcheck:s2d:many-tiles racecheck:s2d:many-tiles memcheck:auto:many-tiles \
                    racecheck:auto:many-tiles memcheck:auto:long-runs; do

@@ -4,10 +4,11 @@
     compute-sanitizer --tool racecheck python scripts/sanitize_cases.py --many-tiles
 
 --many-tiles runs larger cases instead, with more tiles than a GPU has multiprocessors,
-so the persistent kernels' CTAs take several tiles each: 10 images of 224x224 in 16 bits
-and in float32 with allow_tf32 (the space-to-depth kernel's TMA variants then alternate their
-two accumulator sets), 10 of 227x227 in 16 bits (its element-load variant, which auto also
-takes at that batch), and plans of several strips. --long-runs runs one float32 case of 400 images of 256x256,
+so the persistent kernels' CTAs take several tiles each and the space-to-depth kernel's
+consumers alternate their two accumulator sets: 10 images of 224x224 in 16 bits and in
+float32 with allow_tf32 (its TMA variants), 10 of 227x227 in 16 bits (its element-load
+variant, which auto also takes at that batch) and in float32 with allow_tf32, and plans of
+several strips. --long-runs runs one float32 case of 400 images of 256x256,
 where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
 long for racecheck; memcheck).
 
@@ -33,6 +34,7 @@ MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), 
 MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw"),
               ((10, 224, 224), (torch.float32, True), "nchw"),
               ((10, 227, 227), (torch.bfloat16, False), "nchw"),
+              ((10, 227, 227), (torch.float32, True), "nchw"),
               ((8, 256, 256), (torch.float32, True), "nchw"),
               ((2, 512, 512), (torch.float16, False), "nchw")]
 LONG_RUNS = [((400, 256, 256), (torch.float32, True), "nchw")]

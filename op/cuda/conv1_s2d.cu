@@ -79,11 +79,30 @@ struct Staged {
   // Outputs of 16 bits leave through the staged epilogue, float32 ones straight.
   static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
 };
-// TMA-staged kernels move registers to the consumers for a second accumulator set:
-// 3 x 128 x 144 + 128 x 80 = the 64K registers of a multiprocessor.
-constexpr int kConsumerRegisters = 144, kProducerRegisters = 80;
-static_assert(kConsumerThreads * kConsumerRegisters + kProducerThreads * kProducerRegisters <= 65536,
-              "the register file");
+// Where the consumers run two accumulator sets (consume_overlapped), setmaxnreg
+// moving registers from the producers to them, and how many. Chosen per kernel by
+// same-call A/B runs (perf-notes v22):
+// - TMA staging: the producers hold no loads in registers: 144 / 80.
+// - 16-bit element loads, up to 7 units per producer thread: 144 / 80 (1-2% faster).
+// - float32 multiplied as fp16, element loads of 7 units (256, 512): 136 / 104, 6-8%
+//   faster despite a ~50-byte spill. Its 6-unit kernel stays at one set: either split
+//   made one of 227 and channels_last 224 2-7% slower.
+// - Elsewhere one set, 128 registers each (the launch bound): 8 units (not measured),
+//   and bf16x3, 4.6% slower with two sets (its two slots let the producers run only
+//   one stage ahead of an overlapped epilogue).
+template <class Mode, bool kTma, int kUnits>
+struct RegisterSplit {
+  static constexpr bool kHalfMode =
+      std::is_same_v<Mode, mma::Half<false>> || std::is_same_v<Mode, mma::Half<true>>;
+  static constexpr int kConsumer =
+      kTma                                                                         ? 144
+      : kHalfMode && kUnits < kMaxUnitsPerThread                                   ? 144
+      : std::is_same_v<Mode, mma::HalfOfFloat> && kUnits == kMaxUnitsPerThread - 1 ? 136
+                                                                                   : 0;
+  static constexpr bool kOverlap = kConsumer > 0;
+  static constexpr int kProducer = (65536 - kConsumerThreads * kConsumer) / kProducerThreads;
+  static_assert(!kOverlap || kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
+};
 
 // full: every producer thread arrived (window staged); empty: every consumer
 // thread did (slot free). votes[tile parity]: what producer warp w staged into the
@@ -633,10 +652,10 @@ __device__ void consume(Consumer<Mode, T> c) {
   }
 }
 
-// Consumer warps, two accumulator sets (TMA-staged kernels, whose producers leave
-// the registers for them): a tile's first stage of MMAs runs while the tile before
-// it is stored, so the tensor cores do not wait out the whole epilogue. Tiles are
-// kept as indices and decoded where needed: the registers go to the accumulators.
+// Consumer warps, two accumulator sets (where RegisterSplit gives them the
+// registers): a tile's first stage of MMAs runs while the tile before it is
+// stored, so the tensor cores do not wait out the whole epilogue. Tiles are kept as
+// indices and decoded where needed: the registers go to the accumulators.
 template <class Mode, DType T>
 __device__ void consume_overlapped(Consumer<Mode, T> c) {
   using Acc = float[kMTiles][mma::kNTiles][4];
@@ -684,6 +703,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
                      const __grid_constant__ WindowMap map) {
   using Layout = SmemLayout<Mode>;
   using Raw = typename Mode::Raw;
+  using Split = RegisterSplit<Mode, kTma, kUnits>;
   constexpr int kSlots = Staged<Mode>::kSlots;
   static_assert(std::is_same_v<Raw, typename Storage<T>::type>, "mode matches dtype");
   static_assert(kOutChannels * kTapsPerChannel * sizeof(Raw) <= size_t(kSlots) * Staged<Mode>::kSlotBytes,
@@ -733,20 +753,22 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     const Consumer<Mode, T> consumer{p, plan, ring, smem_address(slots), smem_address(smem), bias,
                                      reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt),
                                      weight_scale.inverse, warp, lane};
-    if constexpr (kTma) {
-      wgmma::setmaxnreg_inc<kConsumerRegisters>();
+    if constexpr (Split::kOverlap) {
+      wgmma::setmaxnreg_inc<Split::kConsumer>();
       consume_overlapped(consumer);
     } else {
       consume(consumer);
     }
-  } else if constexpr (kTma) {
-    wgmma::setmaxnreg_dec<kProducerRegisters>();
-    static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
-    produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt,
-                                 reinterpret_cast<uint32_t*>(smem + Layout::kBoxOffsetsAt), ring,
-                                 warp - kConsumerWarps, lane);
   } else {
-    produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
+    if constexpr (Split::kOverlap) wgmma::setmaxnreg_dec<Split::kProducer>();
+    if constexpr (kTma) {
+      static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
+      produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt,
+                                   reinterpret_cast<uint32_t*>(smem + Layout::kBoxOffsetsAt), ring,
+                                   warp - kConsumerWarps, lane);
+    } else {
+      produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
+    }
   }
 }
 
