@@ -4,11 +4,12 @@
     compute-sanitizer --tool racecheck python scripts/sanitize_cases.py --many-tiles
 
 --many-tiles runs larger cases instead, with more tiles than a GPU has multiprocessors,
-so the persistent kernels' CTAs take several tiles each and the space-to-depth kernel's
-consumers alternate their two accumulator sets: 10 images of 224x224 in 16 bits and in
-float32 with allow_tf32 (its TMA variants), 10 of 227x227 in 16 bits (its element-load
-variant, which auto also takes at that batch) and in float32 with allow_tf32, and plans of
-several strips. --long-runs runs one float32 case of 400 images of 256x256,
+so the persistent kernels' CTAs take several tiles each and, where the space-to-depth
+kernel has two accumulator sets, alternate them: 10 images of 224x224 in 16 bits and in
+float32 with allow_tf32 (its TMA variants, two sets), 10 of 227x227 in 16 bits (its
+element-load variant, two sets; auto takes it too at that batch) and in float32 with
+allow_tf32 (element loads, one set), 8 of 256x256 in float32 with allow_tf32 (element loads,
+two sets), and plans of several strips. --long-runs runs one float32 case of 400 images of 256x256,
 where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
 long for racecheck; memcheck).
 

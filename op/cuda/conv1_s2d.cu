@@ -83,8 +83,8 @@ struct Staged {
 // moving registers from the producers to them, and how many. Chosen per kernel by
 // same-call A/B runs (perf-notes v22):
 // - TMA staging: the producers hold no loads in registers: 144 / 80.
-// - 16-bit element loads, up to 7 units per producer thread: 144 / 80 (1-2% faster).
-// - float32 multiplied as fp16, element loads of 7 units (256, 512): 136 / 104, 6-8%
+// - 16-bit element loads, up to 7 units per producer thread: 144 / 80 (1-2.4% faster).
+// - float32 multiplied as fp16, element loads of 7 units (256, 512): 136 / 104, 6-9%
 //   faster despite a ~50-byte spill. Its 6-unit kernel stays at one set: either split
 //   made one of 227 and channels_last 224 2-7% slower.
 // - Elsewhere one set, 128 registers each (the launch bound): 8 units (not measured),
