@@ -392,12 +392,14 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   }
 }
 
+// Elements per 16 bytes, TMA's unit of alignment.
+template <class Raw>
+constexpr int kPerUnit = 16 / int(sizeof(Raw));
 // The first input column of a tile's TMA box, 16-byte aligned (the hardware needs
 // it), and how far into each box row the window's column 0 sits.
 template <class Raw>
 __device__ __forceinline__ int box_skew(const Tile& tile) {
-  constexpr int kPerUnit = 16 / int(sizeof(Raw));  // elements per 16 bytes
-  return int(((tile.x0 * kStride - kPad) % kPerUnit + kPerUnit) % kPerUnit);
+  return int(((tile.x0 * kStride - kPad) % kPerUnit<Raw> + kPerUnit<Raw>) % kPerUnit<Raw>);
 }
 template <class Raw>
 __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
@@ -405,8 +407,7 @@ __device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, co
   barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(Raw)));
   const int x = int(tile.x0 * kStride - kPad) - box_skew<Raw>(tile), y = int(tile.oy0 * kStride - kPad);
   if (plan.box_in_units) {
-    constexpr int kPerUnit = 16 / int(sizeof(Raw));
-    tma_load_box_in_units(raw, map, x / kPerUnit, y, channel, int(tile.n), landed);  // whole units
+    tma_load_box_in_units(raw, map, x / kPerUnit<Raw>, y, channel, int(tile.n), landed);  // whole units
   } else {
     tma_load_box(raw, map, x, y, channel, int(tile.n), landed);
   }

@@ -134,22 +134,20 @@ struct WeightScale {
   float scale = 1.f, inverse = 1.f;
 };
 
-// Every thread of the CTA takes part: each scans a share of the weights (any
-// strides), the warps' largest magnitudes meet in `warp_largest` (one word per
-// warp), and one CTA barrier later every thread works out the same scale.
+// Every thread of the CTA takes part: each loads its share of every channel's
+// weights as pack_weights does (WeightRound), the warps' largest magnitudes meet in
+// `warp_largest` (one word per warp), and one CTA barrier later every thread works
+// out the same scale.
 __device__ inline WeightScale half_weight_scale(const Problem& p, uint32_t* warp_largest, int tid) {
-  constexpr int kPerOutChannel = int(kInChannels) * kTapsPerChannel;
-  constexpr int kWeights = int(kOutChannels) * kPerOutChannel, kSide = int(kKernel);
-  const float* w = static_cast<const float*>(p.weight);
   uint32_t largest = 0;  // the largest finite |w| as bits (ordered like the magnitudes)
-#pragma unroll 4
-  for (int e = tid; e < kWeights; e += kTileThreads) {
-    const int n = e / kPerOutChannel, rest = e % kPerOutChannel;
-    const int c = rest / kTapsPerChannel, tap = rest % kTapsPerChannel;
-    const float v = __ldg(w + n * p.weight_stride[0] + c * p.weight_stride[1] +
-                          (tap / kSide) * p.weight_stride[2] + (tap % kSide) * p.weight_stride[3]);
-    const uint32_t magnitude = __float_as_uint(v) & 0x7fffffffu;
-    if (magnitude < 0x7f800000u) largest = max(largest, magnitude);
+  for (int c = 0; c < kInChannels; ++c) {
+    WeightRound<float> round{};  // zeros where this thread owns no tap
+    round.load(p, c, tid);
+#pragma unroll
+    for (int i = 0; i < kRoundLoads; ++i) {
+      const uint32_t magnitude = __float_as_uint(round.v[i]) & 0x7fffffffu;
+      if (magnitude < 0x7f800000u) largest = max(largest, magnitude);
+    }
   }
   largest = __reduce_max_sync(0xffffffffu, largest);
   if (tid % 32 == 0) warp_largest[tid / 32] = largest;
