@@ -73,9 +73,9 @@ def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool) -
     default_prec = "fp32/tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
     out = [Contender(BASELINE, torch.float32, default_prec, "cudnn", lambda conv, x: (lambda: conv(x)))]
 
-    def alex(dtype, tf32=False):
+    def alex(dtype, tf32=False, channels_last=False):
         def build(conv, x32):
-            x, w, b = _cast(conv, x32, dtype)
+            x, w, b = _cast(conv, x32, dtype, channels_last)
             return lambda: alexconv.conv1(x, w, b, allow_tf32=tf32)
         return build
 
@@ -97,6 +97,9 @@ def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool) -
         Contender("alexconv fp32 tf32", torch.float32, "fp32/tf32", "alexconv", alex(torch.float32, True)),
         Contender("alexconv fp16", torch.float16, "fp16", "alexconv", alex(torch.float16)),
         Contender("alexconv bf16", torch.bfloat16, "bf16", "alexconv", alex(torch.bfloat16)),
+        # channels_last input and weight (NHWC output), beside cuDNN's NHWC rows.
+        Contender("alexconv fp32 NHWC", torch.float32, "fp32", "alexconv", alex(torch.float32, False, True)),
+        Contender("alexconv fp16 NHWC", torch.float16, "fp16", "alexconv", alex(torch.float16, False, True)),
     ]
     for layout, cl in (("NCHW", False), ("NHWC", True)):
         for tf32 in (False, True):

@@ -9,7 +9,8 @@ kernel has two accumulator sets, alternate them: 10 images of 224x224 in 16 bits
 float32 with allow_tf32 (its TMA variants, two sets), 10 of 227x227 in 16 bits (its
 element-load variant, two sets; auto takes it too at that batch) and in float32 with
 allow_tf32 (element loads, one set), 8 of 256x256 in float32 with allow_tf32 (element loads,
-two sets), and plans of several strips. --long-runs runs one float32 case of 400 images of 256x256,
+two sets), plans of several strips, and channels_last inputs (their outputs too) in 16 bits
+(the kernels built for such outputs) and float32. --long-runs runs one float32 case of 400 images of 256x256,
 where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
 long for racecheck; memcheck).
 
@@ -37,7 +38,9 @@ MANY_TILES = [((10, 224, 224), (torch.float16, False), "nchw"),
               ((10, 227, 227), (torch.bfloat16, False), "nchw"),
               ((10, 227, 227), (torch.float32, True), "nchw"),
               ((8, 256, 256), (torch.float32, True), "nchw"),
-              ((2, 512, 512), (torch.float16, False), "nchw")]
+              ((2, 512, 512), (torch.float16, False), "nchw"),
+              ((10, 224, 224), (torch.float16, False), "nhwc"),
+              ((6, 224, 224), (torch.float32, False), "nhwc")]
 LONG_RUNS = [((400, 256, 256), (torch.float32, True), "nchw")]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,
           (torch.float16, False): 2e-3, (torch.bfloat16, False): 1e-2}

@@ -87,6 +87,7 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   copy_strides(input, p.in_stride);
   copy_strides(weight, p.weight_stride);
   copy_strides(out, p.out_stride);
+  p.out_pixel_major = cuda::pixel_major_output(p);
 
   const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
   cuda::DeviceInfo device;

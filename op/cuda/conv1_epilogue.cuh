@@ -57,9 +57,30 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMTiles][mma::kNTiles][4],
 // that a store instruction writes 16 consecutive pixels of each of 2 channels
 // rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, and
 // fp32 10% faster at batch 256 (perf-notes, v11).
-__device__ inline void store_tile(const float (&acc)[kMTiles][mma::kNTiles][4],
-                           const int64_t (&pixel_out)[kMTiles][2], const Problem& p, int t) {
+//
+// Channels-last outputs (Problem::out_pixel_major) need no swap: a thread's two
+// adjacent channels are 8 contiguous bytes, and an instruction writes 8 pixels x
+// 32 bytes, whole sectors.
+// pixel_major: Problem::out_pixel_major, or the caller's compile-time copy of it.
+__device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTiles][4],
+                                           const int64_t (&pixel_out)[kMTiles][2], const Problem& p,
+                                           int t, bool pixel_major) {
   float* out = static_cast<float*>(p.output);
+  if (pixel_major) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (pixel_out[mt][h] < 0) continue;
+        float2* pixel = reinterpret_cast<float2*>(out + pixel_out[mt][h] + 2 * t);
+#pragma unroll
+        for (int nt = 0; nt < mma::kNTiles; ++nt) {
+          pixel[nt * 4] = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+        }
+      }
+    }
+    return;
+  }
   const int64_t channel_step = p.out_stride[1];
   const bool upper = t >= 2;  // after the swap: pixel g + 8, else pixel g
 #pragma unroll
@@ -86,27 +107,70 @@ __device__ __forceinline__ void group_barrier(int id) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
-// 16-bit outputs: each group of 4 consumer warps (a wgmma warpgroup; 64 tile
-// pixels) transposes its block through shared memory, so that a store instruction
-// writes 32 consecutive pixels of one channel (64 contiguous bytes in NCHW)
-// instead of 8 pixels of each of 4 channels.
-// out_of(local) is tile pixel `local`'s output offset, -1 where it has none.
-template <DType T, class OutOf>
-__device__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* staged,
-                                  const Problem& p, int warp, int lane, const OutOf& out_of) {
+// Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
+// 16-bit values, pixel-major.
+template <DType T>
+__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* block,
+                                           int first_row, int lane) {
   static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
-  const int group = warp / 4, group_warp = warp % 4, g = lane >> 2, t = lane & 3;
-  uint16_t* block = staged + group * kStagedElems;
-  group_barrier(1 + group);  // the group's reads of the previous tile are done
+  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    uint16_t* row = block + (group_warp * 16 + h * 8 + g) * kStagedPitch;
+    uint16_t* row = block + (first_row + h * 8 + g) * kStagedPitch;
 #pragma unroll
     for (int nt = 0; nt < mma::kNTiles; ++nt) {
       *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
           mma::pack_u16(from_float<T>(acc[0][nt][2 * h]), from_float<T>(acc[0][nt][2 * h + 1]));
     }
   }
+}
+
+// 16-bit channels-last outputs (Problem::out_pixel_major) need no transpose, only
+// wide stores: each warp stages its own 16 pixel rows (so no group barrier) and
+// reads them back as 16-byte units, lanes l and l + 16 the even and the odd units
+// of pixel l: an instruction writes 16 pixels' 32-byte sectors whole.
+template <DType T, class OutOf>
+__device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTiles][mma::kNTiles][4],
+                                                       uint16_t* staged, const Problem& p, int warp,
+                                                       int lane, const OutOf& out_of) {
+  const int group = warp / 4, group_warp = warp % 4, pixel = lane & 15, odd = lane >> 4;
+  uint16_t* block = staged + group * kStagedElems;
+  __syncwarp();  // the warp's reads of the previous tile are done
+  stage_rows<T>(acc, block, group_warp * 16, lane);
+  __syncwarp();
+  const int64_t base = out_of(group * 64 + group_warp * 16 + pixel);
+  if (base < 0) return;
+  uint16_t* out = static_cast<uint16_t*>(p.output) + base;
+  // Pixel rows are 4-byte aligned (kStagedPitch is even): four 32-bit reads a unit.
+  const uint32_t* from =
+      reinterpret_cast<const uint32_t*>(block + (group_warp * 16 + pixel) * kStagedPitch);
+#pragma unroll
+  for (int i = 0; i < kOutChannels / 16; ++i) {
+    const int unit = 2 * i + odd;
+    const uint32_t* w = from + unit * 4;
+    *reinterpret_cast<uint4*>(out + unit * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// 16-bit outputs: each group of 4 consumer warps (a wgmma warpgroup; 64 tile
+// pixels) transposes its block through shared memory, so that a store instruction
+// writes 32 consecutive pixels of one channel (64 contiguous bytes in NCHW)
+// instead of 8 pixels of each of 4 channels. Channels-last outputs go to
+// store_tile_pixel_major (pixel_major: Problem::out_pixel_major, or the caller's
+// compile-time copy of it).
+// out_of(local) is tile pixel `local`'s output offset, -1 where it has none.
+template <DType T, class OutOf>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4],
+                                                  uint16_t* staged, const Problem& p, int warp,
+                                                  int lane, bool pixel_major, const OutOf& out_of) {
+  if (pixel_major) {
+    store_tile_pixel_major<T>(acc, staged, p, warp, lane, out_of);
+    return;
+  }
+  const int group = warp / 4, group_warp = warp % 4;
+  uint16_t* block = staged + group * kStagedElems;
+  group_barrier(1 + group);  // the group's reads of the previous tile are done
+  stage_rows<T>(acc, block, group_warp * 16, lane);
   group_barrier(1 + group);
   // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
   uint16_t* out = static_cast<uint16_t*>(p.output);

@@ -445,13 +445,13 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
     pos.advance();
     if (at.channel == kInChannels - 1) {
       if constexpr (SmemLayout<Mode>::kStagedStores) {
-        store_tile_staged<T>(acc, staged, p, warp, lane, [&](int local) -> int64_t {
+        store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major, [&](int local) -> int64_t {
           const int64_t q = at.tile.q_begin + local;
           if (local >= plan.tile_pixels || q >= at.tile.q_end) return -1;
           return place_pixel(at.tile, p, q).out;
         });
       } else {
-        store_tile(acc, rows.out, p, lane & 3);
+        store_tile(acc, rows.out, p, lane & 3, p.out_pixel_major);
       }
       init_accumulators(acc, bias, lane & 3);
     }
@@ -685,7 +685,7 @@ bool encode_input_map(const Problem& p, const cuuint64_t (&dims)[kRank],
 
 bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
-  const cuuint64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const cuuint64_t elem = cuuint64_t(element_bytes(p.dtype));
   const cuuint64_t dims[4] = {cuuint64_t(p.in_w), cuuint64_t(p.in_h), cuuint64_t(kInChannels),
                               cuuint64_t(p.batch)};
   const cuuint64_t strides[3] = {cuuint64_t(p.in_stride[2]) * elem,
@@ -701,7 +701,7 @@ bool encode_window_map(const Problem& p, int64_t cols, int64_t rows, WindowMap& 
 
 bool encode_window_map_in_units(const Problem& p, int64_t cols, int64_t rows, WindowMap& map) {
 #if defined(ALEXCONV_BUILT_FOR_SM90A)
-  const int64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const int64_t elem = element_bytes(p.dtype);
   const int64_t unit = 16 / elem;  // elements per 16 bytes
   if (p.in_w % unit != 0 || cols % unit != 0) return false;
   const cuuint64_t dims[5] = {cuuint64_t(unit), cuuint64_t(p.in_w / unit), cuuint64_t(p.in_h),

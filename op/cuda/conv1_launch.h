@@ -11,6 +11,7 @@ namespace alexconv {
 namespace cuda {
 
 enum class DType { kFloat32, kFloat16, kBFloat16 };
+inline int64_t element_bytes(DType t) { return t == DType::kFloat32 ? 4 : 2; }
 
 // One conv1 call. Pointers are device pointers; strides are in elements, in
 // (N, C, H, W) order for input/weight/output. bias may be null.
@@ -26,7 +27,18 @@ struct Problem {
   int64_t weight_stride[4] = {};
   int64_t bias_stride = 0;
   int64_t out_stride[4] = {};
+  // Each output pixel's channels are one contiguous run starting 16-byte aligned
+  // (channels_last): the epilogues store along channels. See pixel_major_output.
+  bool out_pixel_major = false;
 };
+
+// Whether `p`'s output qualifies for Problem::out_pixel_major. A pixel's run is 96
+// elements, a whole number of 16-byte units when its start is aligned.
+inline bool pixel_major_output(const Problem& p) {
+  const int64_t per_unit = 16 / element_bytes(p.dtype);
+  return p.out_stride[1] == 1 && p.out_stride[0] % per_unit == 0 && p.out_stride[2] % per_unit == 0 &&
+         p.out_stride[3] % per_unit == 0 && reinterpret_cast<uintptr_t>(p.output) % 16 == 0;
+}
 
 // Properties of the device the launch goes to, read by the caller (which owns
 // the device guard) so the kernels need no device queries of their own.

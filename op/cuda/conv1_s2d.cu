@@ -552,8 +552,8 @@ __device__ Rows thread_rows(const Plan& plan, const Tile& tile, const Problem& p
 // window; a stage's MMAs run while the next stage's are issued, and its slot is
 // released once they are done. Every wgmma wait sits on a path the compiler can
 // follow (the stage loops are unrolled): a wait under a data-dependent branch makes
-// ptxas serialise every wgmma of the kernel (C7518).
-template <class Mode, DType T>
+// ptxas serialise every wgmma of the kernel (C7518). kPixelMajor: see kPixelMajorKernels.
+template <class Mode, DType T, bool kPixelMajor>
 struct Consumer {
   const Problem& p;
   const Plan& plan;
@@ -634,17 +634,18 @@ struct Consumer {
     }
     add_bias(acc, bias, lane & 3);
     if constexpr (Staged<Mode>::kHalfOutputs) {
-      store_tile_staged<T>(acc, staged, p, warp, lane,
+      store_tile_staged<T>(acc, staged, p, warp, lane, kPixelMajor,
                            [&](int local) { return place_pixel(plan, tile, p, local).out; });
     } else {
-      store_tile(acc, thread_rows(plan, tile, p, warp, lane >> 2).out, p, lane & 3);
+      store_tile(acc, thread_rows(plan, tile, p, warp, lane >> 2).out, p, lane & 3,
+                 p.out_pixel_major);
     }
   }
 };
 
 // Consumer warps, one accumulator set: multiply a tile, store it, next.
-template <class Mode, DType T>
-__device__ void consume(Consumer<Mode, T> c) {
+template <class Mode, DType T, bool kPixelMajor>
+__device__ void consume(Consumer<Mode, T, kPixelMajor> c) {
   for (int64_t index = blockIdx.x; index < c.plan.tiles; index += gridDim.x) {
     const Tile tile = decode_tile(c.plan, index);
     float acc[kMTiles][mma::kNTiles][4];
@@ -657,8 +658,8 @@ __device__ void consume(Consumer<Mode, T> c) {
 // registers): a tile's first stage of MMAs runs while the tile before it is
 // stored, so the tensor cores do not wait out the whole epilogue. Tiles are kept as
 // indices and decoded where needed: the registers go to the accumulators.
-template <class Mode, DType T>
-__device__ void consume_overlapped(Consumer<Mode, T> c) {
+template <class Mode, DType T, bool kPixelMajor>
+__device__ void consume_overlapped(Consumer<Mode, T, kPixelMajor> c) {
   using Acc = float[kMTiles][mma::kNTiles][4];
   const auto base_of = [&](int64_t index) { return int(decode_tile(c.plan, index).base); };
   // Multiplies tile `index` into `next` while `done` (the tile before) is stored.
@@ -698,7 +699,15 @@ __device__ __forceinline__ uint8_t step_tap(int step, int k) {
   return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : kTapsPerChannel);
 }
 
-template <class Mode, DType T, bool kTma, int kUnits>
+// Channels-last 16-bit outputs (Problem::out_pixel_major) get kernels of their own
+// (kPixelMajor): with both staged epilogues in one consumer loop, or both loops in
+// one kernel, ptxas spilled the shared-memory base in the 16-bit kernels with two
+// accumulator sets, and NCHW fp16 ran 8-9% slower (perf-notes v23). float32
+// outputs branch at run time (store_tile): no spill there.
+template <class Mode>
+constexpr bool kPixelMajorKernels = Staged<Mode>::kHalfOutputs;
+
+template <class Mode, DType T, bool kTma, int kUnits, bool kPixelMajor>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
@@ -707,6 +716,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   using Split = RegisterSplit<Mode, kTma, kUnits>;
   constexpr int kSlots = Staged<Mode>::kSlots;
   static_assert(std::is_same_v<Raw, typename Storage<T>::type>, "mode matches dtype");
+  static_assert(!kPixelMajor || kPixelMajorKernels<Mode>, "float32 outputs branch at run time");
   static_assert(kOutChannels * kTapsPerChannel * sizeof(Raw) <= size_t(kSlots) * Staged<Mode>::kSlotBytes,
                 "a channel's raw weights fit in the window slots");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -751,9 +761,9 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   // the shape of build that hung (scripts/check_barriers.sh).
   if (lane == 0) ring.infinite_weights = any_infinite;
   if (warp < kConsumerWarps) {
-    const Consumer<Mode, T> consumer{p, plan, ring, smem_address(slots), smem_address(smem), bias,
-                                     reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt),
-                                     weight_scale.inverse, warp, lane};
+    const Consumer<Mode, T, kPixelMajor> consumer{
+        p, plan, ring, smem_address(slots), smem_address(smem), bias,
+        reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), weight_scale.inverse, warp, lane};
     if constexpr (Split::kOverlap) {
       wgmma::setmaxnreg_inc<Split::kConsumer>();
       consume_overlapped(consumer);
@@ -778,16 +788,25 @@ constexpr size_t smem_bytes() {
   return SmemLayout<Mode>::kTotal;
 }
 
-template <class Mode, DType T, bool kTma, int kUnits>
-cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
+template <class Mode, DType T, bool kTma, int kUnits, bool kPixelMajor>
+cudaError_t launch_layout(const Problem& p, const Plan& plan, const WindowMap& map,
                           const DeviceInfo& device, cudaStream_t stream) {
-  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma, kUnits>;
+  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma, kUnits, kPixelMajor>;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem_bytes<Mode>(), kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
   kernel<<<unsigned(grid), kTileThreads, smem_bytes<Mode>(), stream>>>(p, plan, map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+template <class Mode, DType T, bool kTma, int kUnits>
+cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
+                          const DeviceInfo& device, cudaStream_t stream) {
+  if constexpr (kPixelMajorKernels<Mode>) {
+    if (p.out_pixel_major) return launch_layout<Mode, T, kTma, kUnits, true>(p, plan, map, device, stream);
+  }
+  return launch_layout<Mode, T, kTma, kUnits, false>(p, plan, map, device, stream);
 }
 
 // TMA staging for the modes with raw slots (16-bit inputs, float32 with allow_tf32):
@@ -802,7 +821,7 @@ struct Box {
 // Whether TMA staging applies, and the box.
 bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   if (p.dtype == DType::kFloat32 && !p.allow_tf32) return false;  // bf16x3: no raw slots
-  const int64_t elem = p.dtype == DType::kFloat32 ? 4 : 2;
+  const int64_t elem = element_bytes(p.dtype);
   const int64_t per_unit = 16 / elem;  // elements per 16 bytes
   constexpr int64_t kMaxBoxDim = 256;
   const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
@@ -898,10 +917,11 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   }
   // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
   if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;
-  // float32: where the other engine copies unit-stride rows without TMA (227, 512).
-  // With TMA (224, 256) it is faster, and for other W strides (channels_last) its
-  // 4-byte copies beat this kernel's element loads (1.02-1.09x).
-  if (p.dtype == DType::kFloat32) return unit_stride && other != WindowStaging::kTma;
+  // float32: wherever the other engine has no TMA copy: unit-stride rows it copies
+  // otherwise (227, 512), and other W strides (channels_last: 0.83x the time since
+  // both engines store channels-last outputs along channels, perf-notes v23).
+  // With TMA (224, 256) the other engine is faster.
+  if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
   // 16-bit: where this kernel stages by TMA (224, 256, 512), or the other one loads
   // elements (227, channels_last: 0.82-0.85x) or 4-byte pairs (0.95x).
   s2d::Box box;
