@@ -80,13 +80,14 @@ struct Staged {
   static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
 };
 // Where the consumers run two accumulator sets (consume_overlapped), setmaxnreg
-// moving registers from the producers to them, and how many. Chosen per kernel by
-// same-call A/B runs (perf-notes v22):
-// - TMA staging: the producers hold no loads in registers: 144 / 80.
-// - 16-bit element loads, up to 7 units per producer thread: 144 / 80 (1-2.4% faster).
-// - float32 multiplied as fp16, element loads of 7 units (256, 512): 136 / 104, 6-9%
-//   faster despite a ~50-byte spill. Its 6-unit kernel stays at one set: either split
-//   made one of 227 and channels_last 224 2-7% slower.
+// moving registers from the producers (80) to them (144). Chosen per kernel by
+// same-call A/B runs (perf-notes v22, v24):
+// - TMA staging: the producers hold no loads in registers.
+// - 16-bit element loads, up to 7 units per producer thread (1-2.4% faster).
+// - float32 multiplied as fp16, element loads of 7 units (256, 512): 15-18% faster
+//   than one set or 136 / 104 once v24 removed its spill. Its 6-unit kernel
+//   stays at one set: either split made one of 227 and channels_last 224 2-7%
+//   slower (v22, with a spill since removed; not measured again).
 // - Elsewhere one set, 128 registers each (the launch bound): 8 units (not measured),
 //   and bf16x3, 4.6% slower with two sets (its two slots let the producers run only
 //   one stage ahead of an overlapped epilogue).
@@ -94,14 +95,12 @@ template <class Mode, bool kTma, int kUnits>
 struct RegisterSplit {
   static constexpr bool kHalfMode =
       std::is_same_v<Mode, mma::Half<false>> || std::is_same_v<Mode, mma::Half<true>>;
-  static constexpr int kConsumer =
-      kTma                                                                         ? 144
-      : kHalfMode && kUnits < kMaxUnitsPerThread                                   ? 144
-      : std::is_same_v<Mode, mma::HalfOfFloat> && kUnits == kMaxUnitsPerThread - 1 ? 136
-                                                                                   : 0;
-  static constexpr bool kOverlap = kConsumer > 0;
+  static constexpr bool kOverlap =
+      kTma || (kHalfMode && kUnits < kMaxUnitsPerThread) ||
+      (std::is_same_v<Mode, mma::HalfOfFloat> && kUnits == kMaxUnitsPerThread - 1);
+  static constexpr int kConsumer = 144;
   static constexpr int kProducer = (65536 - kConsumerThreads * kConsumer) / kProducerThreads;
-  static_assert(!kOverlap || kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
+  static_assert(kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
 };
 
 // full: every producer thread arrived (window staged); empty: every consumer
@@ -145,7 +144,8 @@ struct Pixel {
 __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile, const Problem& p,
                                              int local) {
   Pixel px;
-  const int64_t v = tile.v0 + local, oy = plan.by_wv(v), x = v - oy * plan.wv;
+  // v < tiles_per_strip * kTilePixels: 32 bits (kMaxIndex).
+  const int64_t v = tile.v0 + local, oy = plan.by_wv.small(int(v)), x = v - oy * plan.wv;
   if (oy < plan.out_h && x < tile.width) {
     px.oy = oy;
     px.ox = tile.x0 + x;
@@ -868,6 +868,7 @@ cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
   Plan plan = make_plan(p.batch, p.out_h, p.out_w);
+  if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask s2d_supported first
   if (plan.tiles == 0) return cudaSuccess;
   static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
   switch (units_per_thread(plan)) {

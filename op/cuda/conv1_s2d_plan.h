@@ -35,6 +35,11 @@ constexpr int kTilePixels = 192;           // 3 wgmma warpgroups x 64 rows
 constexpr int kPlaneRecords = 512;         // cells a window slot holds per plane
 // The kernel's auto choice needs this many tiles per multiprocessor (see s2d_preferred).
 constexpr int kMinTilesPerSm = 4;
+// Tile numbers and strip-local pixel numbers stay below this, so that the kernel
+// divides them with Divider::small's 32-bit multiply-high: the 64-bit fallback is a
+// call, and calls cost the consumer warps registers. A plan that would exceed it
+// (an output of over 70 TB) is not plannable.
+constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
 static_assert(kKernel <= kTaps1D * kStride && kKernel > (kTaps1D - 1) * kStride, "3x3 taps");
 
 struct Plan {
@@ -77,22 +82,28 @@ inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w) {
   plan.cells = window_cells(plan.wv);
   plan.tiles_per_strip = (out_h * plan.wv + kTilePixels - 1) / kTilePixels;
   plan.tiles = batch * plan.strips * plan.tiles_per_strip;
+  if (plan.tiles_per_strip > kMaxIndex / kTilePixels || plan.strips * out_w > kMaxIndex ||
+      batch > kMaxIndex / (plan.strips * plan.tiles_per_strip)) {
+    return Plan{};  // see kMaxIndex
+  }
   plan.by_per_image = Divider(plan.strips * plan.tiles_per_strip);
   plan.by_strips = Divider(plan.strips);
   plan.by_wv = Divider(plan.wv);
   return plan;
 }
 
+// 32-bit divisions: make_plan keeps every operand below 2^31 (kMaxIndex).
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const Plan& plan, int64_t index) {
   Tile t;
-  t.n = plan.by_per_image(index);
-  const int64_t in_image = index - t.n * plan.by_per_image.divisor;
-  const int64_t in_strip = plan.by_strips(in_image);
-  const int64_t strip = in_image - in_strip * plan.strips;
-  t.x0 = plan.by_strips(strip * plan.out_w);
-  t.width = plan.by_strips((strip + 1) * plan.out_w) - t.x0;
-  t.v0 = in_strip * kTilePixels;
-  t.oy0 = plan.by_wv(t.v0);
+  const int i = int(index), n = plan.by_per_image.small(i);
+  const int in_image = i - n * int(plan.by_per_image.divisor);
+  const int in_strip = plan.by_strips.small(in_image);
+  const int strip = in_image - in_strip * int(plan.strips), out_w = int(plan.out_w);
+  t.n = n;
+  t.x0 = plan.by_strips.small(strip * out_w);
+  t.width = plan.by_strips.small((strip + 1) * out_w) - t.x0;
+  t.v0 = int64_t(in_strip) * kTilePixels;
+  t.oy0 = plan.by_wv.small(int(t.v0));
   t.base = t.v0 - t.oy0 * plan.wv;
   return t;
 }

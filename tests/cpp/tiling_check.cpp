@@ -8,7 +8,7 @@
 // Then the space-to-depth kernel's plan (op/cuda/conv1_s2d_plan.h): every output
 // pixel is exactly one tile's, and each of its 9 tap cells is the cell its
 // receptive field needs (no wrap into the next row) and lies inside the window a
-// slot holds.
+// slot holds, and its 32-bit limit.
 // The register-gather plan is checked in the contiguous-run order (CtaOrder) a launch
 // on `sms` one-CTA multiprocessors gives multi-strip plans: each CTA's turns take
 // consecutive tile numbers (and the coverage check makes the order a permutation).
@@ -40,6 +40,41 @@ bool dividers_ok() {
         return false;
       }
     }
+  }
+  return true;
+}
+
+// The space-to-depth plan's 32-bit limit (s2d::kMaxIndex): at the largest batch it
+// plans, sampled tiles (the last included) decode as plain 64-bit division says;
+// one image more, or an image whose strip needs 2^31 pixel numbers, is not plannable.
+bool s2d_limits_ok() {
+  const long shapes[][2] = {{55, 55}, {56, 56}, {1, 1}, {126, 126}, {3, 999}};
+  for (const auto& shape : shapes) {
+    const long oh = shape[0], ow = shape[1];
+    const s2d::Plan one = s2d::make_plan(1, oh, ow);
+    const int64_t per_image = one.strips * one.tiles_per_strip, batch = s2d::kMaxIndex / per_image;
+    const s2d::Plan plan = s2d::make_plan(batch, oh, ow);
+    if (plan.strips == 0 || s2d::make_plan(batch + 1, oh, ow).strips != 0) {
+      std::printf("s2d plan limit wrong at batch %lld for %ld x %ld\n", (long long)batch, oh, ow);
+      return false;
+    }
+    for (int64_t t = plan.tiles - 1; t >= 0; t -= 1 + t / 97) {
+      const s2d::Tile got = s2d::decode_tile(plan, t);
+      const int64_t n = t / per_image, in_image = t % per_image, in_strip = in_image / plan.strips,
+                    strip = in_image % plan.strips, x0 = strip * ow / plan.strips,
+                    v0 = in_strip * s2d::kTilePixels, oy0 = v0 / plan.wv;
+      if (got.n != n || got.x0 != x0 || got.width != (strip + 1) * ow / plan.strips - x0 ||
+          got.v0 != v0 || got.oy0 != oy0 || got.base != v0 - oy0 * plan.wv) {
+        std::printf("s2d tile %lld of batch %lld (%ld x %ld) decodes wrong\n", (long long)t,
+                    (long long)batch, oh, ow);
+        return false;
+      }
+    }
+  }
+  // One image of 2^31 pixel numbers in its one strip.
+  if (s2d::make_plan(1, s2d::kMaxIndex / 50 + 1, 48).strips != 0) {
+    std::printf("s2d plan of a 2^31-pixel strip accepted\n");
+    return false;
   }
   return true;
 }
@@ -104,7 +139,7 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
 }
 
 int main() {
-  if (!dividers_ok()) return 1;
+  if (!dividers_ok() || !s2d_limits_ok()) return 1;
   long n, h, w, sms;
   while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
     const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
