@@ -46,7 +46,8 @@ bool dividers_ok() {
 
 // The space-to-depth plan's 32-bit limit (s2d::kMaxIndex): at the largest batch it
 // plans, sampled tiles (the last included) decode as plain 64-bit division says;
-// one image more, or an image whose strip needs 2^31 pixel numbers, is not plannable.
+// one image more, an image whose strip needs 2^31 pixel numbers, or one so wide that
+// strips x out_w reaches 2^31, is not plannable.
 bool s2d_limits_ok() {
   const long shapes[][2] = {{55, 55}, {56, 56}, {1, 1}, {126, 126}, {3, 999}};
   for (const auto& shape : shapes) {
@@ -71,9 +72,11 @@ bool s2d_limits_ok() {
       }
     }
   }
-  // One image of 2^31 pixel numbers in its one strip.
-  if (s2d::make_plan(1, s2d::kMaxIndex / 50 + 1, 48).strips != 0) {
-    std::printf("s2d plan of a 2^31-pixel strip accepted\n");
+  // One image of 2^31 pixel numbers in its one strip; images wide enough for
+  // strips x out_w to pass 2^31 (4545 strips of 472,600 columns), and just below.
+  if (s2d::make_plan(1, s2d::kMaxIndex / 50 + 1, 48).strips != 0 ||
+      s2d::make_plan(1, 1, 472600).strips != 0 || s2d::make_plan(1, 1, 472400).strips == 0) {
+    std::printf("s2d plan limit wrong for a long strip or a wide image\n");
     return false;
   }
   return true;
