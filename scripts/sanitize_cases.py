@@ -10,9 +10,9 @@ float32 with allow_tf32 (its TMA variants, two sets), 10 of 227x227 in 16 bits (
 element-load variant, two sets; auto takes it too at that batch) and in float32 with
 allow_tf32 (element loads, one set), 8 of 256x256 in float32 with allow_tf32 (element loads,
 two sets), plans of several strips, and channels_last inputs (their outputs too) in 16 bits
-(the kernels built for such outputs) and float32. --long-runs runs one float32 case of 400 images of 256x256,
-where the register-gather kernel's CTAs take contiguous runs of over 64 tiles (too
-long for racecheck; memcheck).
+(the kernels built for such outputs) and float32. --long-runs runs one float32 case of 400
+images of 256x256, where the register-gather kernel's CTAs take contiguous runs of over 64
+tiles (too long for racecheck; memcheck).
 
 Each case is checked against the float64 reference too, so a run that the
 sanitizer passes but that computes garbage still fails (exit 1).
