@@ -95,12 +95,13 @@ __device__ __forceinline__ int local_pixel(int warp, int mt, int h, int g) {
 // Where strip-local pixel q of a tile lands in the output, and its row in the
 // tile's window (in output rows from the tile's first).
 struct PixelPlace {
-  int64_t out, oy_in_tile, x;
+  int64_t out;
+  int oy_in_tile, x;
 };
-__device__ __forceinline__ PixelPlace place_pixel(const Tile& tile, const Problem& p, int64_t q) {
-  const int64_t oy = tile.by_width(q), x = q - oy * tile.width;
+__device__ __forceinline__ PixelPlace place_pixel(const Tile& tile, const Problem& p, int q) {
+  const int oy = tile.by_width.small(q), x = q - oy * int(tile.width);  // q <= kMaxIndex
   return {tile.n * p.out_stride[0] + oy * p.out_stride[2] + (tile.x0 + x) * p.out_stride[3],
-          oy - tile.oy0, x};
+          oy - int(tile.oy0), x};
 }
 
 template <bool kWgmma, int kElemBytes>
@@ -113,7 +114,7 @@ __device__ PixelRows pixel_rows(const Tile& tile, const TilePlan& plan, const Pr
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int local = local_pixel<kWgmma>(warp, mt, h, g);
-      const int64_t q = tile.q_begin + local;
+      const int q = int(tile.q_begin) + local;
       r.window[mt][h] = 0;
       r.out[mt][h] = -1;
       if (local < plan.tile_pixels && q < tile.q_end) {
@@ -446,7 +447,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
     if (at.channel == kInChannels - 1) {
       if constexpr (SmemLayout<Mode>::kStagedStores) {
         store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major, [&](int local) -> int64_t {
-          const int64_t q = at.tile.q_begin + local;
+          const int q = int(at.tile.q_begin) + local;
           if (local >= plan.tile_pixels || q >= at.tile.q_end) return -1;
           return place_pixel(at.tile, p, q).out;
         });
@@ -602,6 +603,7 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
   const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);  // 1 CTA/SM
+  if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask igemm_supported first
   if (plan.tiles == 0) return cudaSuccess;
   return device.allow_wgmma && wgmma_available(device)
              ? launch_engine<Mode, T, true>(p, plan, device, stream)
@@ -736,7 +738,8 @@ WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
 }
 
 bool igemm_supported(const Problem& p, const DeviceInfo& device) {
-  return device.major >= 8 && igemm_smem_bytes(p) <= device.max_smem_per_block_optin;
+  return device.major >= 8 && igemm_smem_bytes(p) <= device.max_smem_per_block_optin &&
+         make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count).strips > 0;
 }
 
 cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {

@@ -35,13 +35,10 @@ constexpr int kTilePixels = 192;           // 3 wgmma warpgroups x 64 rows
 constexpr int kPlaneRecords = 512;         // cells a window slot holds per plane
 // The kernel's auto choice needs this many tiles per multiprocessor (see s2d_preferred).
 constexpr int kMinTilesPerSm = 4;
-// Tile numbers, strip-local pixel numbers and strip x out_w products stay below
-// this, so that the kernel divides them with Divider::small's 32-bit multiply-high:
-// the 64-bit fallback is a call, and calls cost the consumer warps registers. A plan
-// that would exceed it is not plannable (the register-gather kernel takes the
-// problem): 2^31 tiles or strip pixels mean over 130 GB of output, but the product
-// also rules out images of more than about 472,000 output columns.
-constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
+// Tile numbers, strip-local pixel numbers and strip x out_w products stay at or below
+// kMaxIndex (conv1_tiling.h). A plan past it is not plannable and the register-gather
+// kernel takes the problem: the product rules out images of more than about 472,000
+// output columns.
 static_assert(kKernel <= kTaps1D * kStride && kKernel > (kTaps1D - 1) * kStride, "3x3 taps");
 
 struct Plan {

@@ -72,6 +72,13 @@ struct Divider {
   }
 };
 
+// Strip-local pixel numbers stay at or below this in every plan the kernels run
+// (and the space-to-depth plan's tile numbers too), so that the kernels divide them
+// with Divider::small's 32-bit multiply-high: the 64-bit fallback is a call, and
+// calls cost the warps registers (docs/perf-notes.md v24, v25). A plan past it is not
+// plannable; reaching it takes strips of over 2^31 output pixels.
+constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
+
 // A persistent grid's CTAs walk indices blockIdx.x, + gridDim.x, ... (their turns).
 // By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
 // whose overlapping windows come from DRAM once and from L2 for the rest. Over a
@@ -107,7 +114,8 @@ ALEXCONV_HOST_DEVICE inline int64_t ordered_tile(const CtaOrder& order, int64_t 
 
 struct TilePlan {
   int64_t out_h = 0, out_w = 0;
-  int64_t strips = 0, tiles_per_strip = 0, tile_pixels = 0;
+  int64_t strips = 0;  // 0: not plannable (kMaxIndex)
+  int64_t tiles_per_strip = 0, tile_pixels = 0;
   int64_t pitch = 0;  // row pitch of a window in shared memory, in elements
   int64_t box_rows = 0;  // TMA staging: rows of every window copy (the largest window's)
   int64_t tiles = 0;  // batch * strips * tiles_per_strip
@@ -147,7 +155,10 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
 // The tile a CTA works on at `index` (its turn; see CtaOrder).
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
-  const int64_t number = ordered_tile(plan.order, index);
+  // The identity order (no runs) skips ordered_tile's arithmetic: 0.98-0.99x the time
+  // at 224, batch 256 (docs/perf-notes.md v25: the TMA kernels are sensitive to how
+  // long the producers take between a stage's conversion and the next copy).
+  const int64_t number = plan.order.per_cta > 0 ? ordered_tile(plan.order, index) : index;
   t.n = plan.by_per_image(number);
   const int64_t in_image = number - t.n * plan.by_per_image.divisor;
   const int64_t in_strip = plan.by_strips(in_image);
@@ -186,6 +197,7 @@ inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
 // small tiles that reach every multiprocessor, large ones keep full tiles.
 inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t slots = 1) {
   TilePlan best;
+  if (out_h <= 0 || out_w <= 0) return best;
   best.out_h = out_h;
   best.out_w = out_w;
   for (int64_t strips = 1; strips <= out_w; ++strips) {
@@ -217,6 +229,9 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   best.tile_pixels = chosen;
   best.tiles_per_strip = (out_h * widest + best.tile_pixels - 1) / best.tile_pixels;
   best.tiles = batch * best.strips * best.tiles_per_strip;
+  // A tile's pixel numbers, kTilePixels from its first whatever the tile size, stay
+  // below tiles_per_strip * tile_pixels + kTilePixels (see kMaxIndex).
+  if (best.tiles_per_strip > (kMaxIndex - kTilePixels) / best.tile_pixels) return TilePlan{};
   // An empty output (no tiles) never divides: 1 keeps the dividers well defined.
   const auto divider = [](int64_t d) { return Divider(std::max<int64_t>(d, 1)); };
   const int64_t narrow = best.strips > 0 ? out_w / best.strips : 0;

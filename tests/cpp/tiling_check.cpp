@@ -8,7 +8,7 @@
 // Then the space-to-depth kernel's plan (op/cuda/conv1_s2d_plan.h): every output
 // pixel is exactly one tile's, and each of its 9 tap cells is the cell its
 // receptive field needs (no wrap into the next row) and lies inside the window a
-// slot holds, and its 32-bit limit.
+// slot holds, and its 32-bit limit; the register-gather plan's 32-bit limit too.
 // The register-gather plan is checked in the contiguous-run order (CtaOrder) a launch
 // on `sms` one-CTA multiprocessors gives multi-strip plans: each CTA's turns take
 // consecutive tile numbers (and the coverage check makes the order a permutation).
@@ -44,7 +44,7 @@ bool dividers_ok() {
   return true;
 }
 
-// The space-to-depth plan's 32-bit limit (s2d::kMaxIndex): at the largest batch it
+// The space-to-depth plan's 32-bit limit (kMaxIndex): at the largest batch it
 // plans, sampled tiles (the last included) decode as plain 64-bit division says;
 // one image more, an image whose strip needs 2^31 pixel numbers, or one so wide that
 // strips x out_w reaches 2^31, is not plannable.
@@ -53,7 +53,7 @@ bool s2d_limits_ok() {
   for (const auto& shape : shapes) {
     const long oh = shape[0], ow = shape[1];
     const s2d::Plan one = s2d::make_plan(1, oh, ow);
-    const int64_t per_image = one.strips * one.tiles_per_strip, batch = s2d::kMaxIndex / per_image;
+    const int64_t per_image = one.strips * one.tiles_per_strip, batch = kMaxIndex / per_image;
     const s2d::Plan plan = s2d::make_plan(batch, oh, ow);
     if (plan.strips == 0 || s2d::make_plan(batch + 1, oh, ow).strips != 0) {
       std::printf("s2d plan limit wrong at batch %lld for %ld x %ld\n", (long long)batch, oh, ow);
@@ -74,10 +74,36 @@ bool s2d_limits_ok() {
   }
   // One image of 2^31 pixel numbers in its one strip; images wide enough for
   // strips x out_w to pass 2^31 (4545 strips of 472,600 columns), and just below.
-  if (s2d::make_plan(1, s2d::kMaxIndex / 50 + 1, 48).strips != 0 ||
+  if (s2d::make_plan(1, kMaxIndex / 50 + 1, 48).strips != 0 ||
       s2d::make_plan(1, 1, 472600).strips != 0 || s2d::make_plan(1, 1, 472400).strips == 0) {
     std::printf("s2d plan limit wrong for a long strip or a wide image\n");
     return false;
+  }
+  return true;
+}
+
+// The register-gather plan's 32-bit limit (kMaxIndex): strip-local pixel numbers,
+// kTilePixels past a tile's first included, stay within it. For each strip width,
+// the tallest plannable image is found by bisection; one row more must bring the
+// strip's pixels to the limit (so the limit is not set lower than it needs to be).
+bool gather_limits_ok() {
+  for (const long ow : {1L, 55L, 146L, 999L}) {
+    long lo = 1, hi = long(kMaxIndex);  // plannable at lo; not at hi (checked below)
+    if (make_tile_plan(1, lo, ow).strips == 0 || make_tile_plan(1, hi, ow).strips != 0) {
+      std::printf("gather plan limit: %ld columns plannable at no height, or at every one\n", ow);
+      return false;
+    }
+    while (hi - lo > 1) {
+      const long mid = lo + (hi - lo) / 2;
+      (make_tile_plan(1, mid, ow).strips > 0 ? lo : hi) = mid;
+    }
+    const TilePlan at = make_tile_plan(1, lo, ow);
+    const int64_t widest = (ow + at.strips - 1) / at.strips;
+    if (at.tiles_per_strip * at.tile_pixels + kTilePixels > kMaxIndex ||
+        (lo + 1) * widest <= kMaxIndex - at.tile_pixels - kTilePixels) {
+      std::printf("gather plan limit wrong for %ld columns: tallest plannable %ld rows\n", ow, lo);
+      return false;
+    }
   }
   return true;
 }
@@ -142,7 +168,7 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
 }
 
 int main() {
-  if (!dividers_ok() || !s2d_limits_ok()) return 1;
+  if (!dividers_ok() || !s2d_limits_ok() || !gather_limits_ok()) return 1;
   long n, h, w, sms;
   while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
     const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
