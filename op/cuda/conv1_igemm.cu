@@ -5,7 +5,8 @@
 // CTA, the packed weights of all three channels (B) stay in shared memory for the
 // whole run. The warps then split into two roles that meet only at a ring of
 // window slots (conv1_pipeline.cuh): 4 producer warps stage each (tile, input
-// channel) window in a slot -- one TMA copy (Hopper), cp.async units or registers,
+// channel) window in a slot -- one TMA copy (Hopper; for float32 issued by a
+// producer warp that does nothing else), cp.async units or registers,
 // then converted into MMA operand words -- while 12 consumer warps multiply
 // earlier stages. Each consumer warp owns 16 pixels x 96 channels; A fragments are
 // gathered straight from the window (the im2col exists only in registers), and
@@ -337,19 +338,29 @@ __device__ __forceinline__ void multiply_channel_wgmma(float (&acc)[kMTiles][mma
   for (int mt = 0; mt < kMTiles; ++mt) wgmma::fence_accumulators(acc[mt]);
 }
 
+// float32 TMA kernels give their copies a producer warp of their own (its first
+// thread issues, and arrives on `full` for the whole warp); the other three convert.
+// A copy then leaves as soon as the consumers free its slot, never behind a
+// conversion, and the converters never wait on `empty`.
+template <class Mode, Staging kStaging>
+constexpr bool kCopyWarp = kStaging == Staging::kTma && sizeof(typename Mode::Raw) == 4;
+constexpr int kCopyWarpIndex = kProducerWarps - 1;
+
 // Producer warps: issues the copies of stage `at` (if there is one) into its slot
-// -- one cp.async group, or one TMA copy by the first producer thread -- and moves
-// on to the next stage. `wait_for_slot`: the consumers may still be reading that
-// slot (false only for the first use of each slot, in the kernel's prologue).
+// -- one cp.async group, or one TMA copy by one producer thread -- and moves on to
+// the next stage. `wait_for_slot`: the consumers may still be reading that slot
+// (false only for the first use of each slot, in the kernel's prologue).
 template <class Mode, Staging kStaging>
 __device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
                             typename Mode::Word* slots, RingBarriers& ring, StageCursor<>& at,
                             RingPos<>& pos, bool wait_for_slot, int warp, int lane) {
   if constexpr (kStaging == Staging::kTma) {
-    if (at.valid(plan) && warp == 0 && lane == 0) {
+    constexpr bool kOwnWarp = kCopyWarp<Mode, kStaging>;
+    if (at.valid(plan) && warp == (kOwnWarp ? kCopyWarpIndex : 0) && lane == 0) {
       if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
       issue_window_tma(slots + pos.slot * kSlotElems, window_map, plan, at.tile, at.channel,
                        &ring.landed[pos.slot]);
+      if constexpr (kOwnWarp) barrier_arrive(&ring.full[pos.slot], 32);
     }
   } else {
     if (at.valid(plan)) {
@@ -370,6 +381,19 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
                               typename Mode::Word* slots, RingBarriers& ring, StageCursor<>& copy_at,
                               RingPos<>& copy_pos, mma::Round round, int warp, int lane) {
   constexpr bool kTma = kStaging == Staging::kTma;
+  constexpr bool kOwnWarp = kCopyWarp<Mode, kStaging>;
+  constexpr int kConverters = kOwnWarp ? kProducerThreads - 32 : kProducerThreads;
+  if constexpr (kOwnWarp) {
+    if (warp == kCopyWarpIndex) {
+      if (lane == 0) {
+        while (copy_at.valid(plan)) {
+          issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true,
+                                      warp, lane);
+        }
+      }
+      return;
+    }
+  }
   const int pitch = int(plan.pitch);
   StageCursor<> convert_at(plan);
   RingPos<> convert_pos;
@@ -382,14 +406,16 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
       // Any producer converts any unit: all of them wait for the others' copies.
       if constexpr (sizeof(typename Mode::Raw) == 4) producer_barrier();
     }
-    convert_window<Mode>(slot, convert_at.tile, pitch, warp, lane, round);
+    convert_window<Mode, kConverters>(slot, convert_at.tile, pitch, warp, lane, round);
     // A later TMA copy overwrites what the conversion wrote.
     if constexpr (kTma && sizeof(typename Mode::Raw) == 4) fence_async_proxy();
     barrier_arrive(&ring.full[convert_pos.slot]);
     convert_at.advance(plan);
     convert_pos.advance();
-    issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true, warp,
-                                lane);
+    if constexpr (!kOwnWarp) {
+      issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true, warp,
+                                  lane);
+    }
   }
 }
 

@@ -47,6 +47,19 @@ __device__ __forceinline__ void barrier_arrive(uint64_t* bar) {
                : "memory");
 }
 
+// The same for `count` arrivals at once: one thread arriving for its whole warp (sm_90).
+__device__ __forceinline__ void barrier_arrive(uint64_t* bar, uint32_t count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared.b64 state, [%0], %1;\n}\n" ::"r"(
+                   smem_address(bar)),
+               "r"(count)
+               : "memory");
+#else
+  (void)bar, (void)count;
+  __trap();
+#endif
+}
+
 // Arrives and announces `bytes` of asynchronous copies that will complete the
 // phase along with the arrival (sm_90).
 __device__ __forceinline__ void barrier_arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {

@@ -72,12 +72,13 @@ struct Divider {
   }
 };
 
-// Strip-local pixel numbers stay at or below this in every plan the kernels run
-// (and the space-to-depth plan's tile numbers too), so that the kernels divide them
-// with Divider::small's 32-bit multiply-high: the 64-bit fallback is a call, and
-// calls cost the warps registers (docs/perf-notes.md v24, v25). A plan past it is not
-// plannable; reaching it takes strips of over 2^31 output pixels.
+// Tile numbers and strip-local pixel numbers stay at or below this in every plan the
+// kernels run (both plans), so that the kernels divide them with Divider::small's
+// 32-bit multiply-high: the 64-bit fallback is a call, and calls cost the warps
+// registers (docs/perf-notes.md v24-v26). A plan past it is not plannable (the direct
+// kernel runs it); reaching it takes 2^31 tiles or strips of 2^31 output pixels.
 constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxStrips = 46340;  // kMaxStrips^2 <= kMaxIndex
 
 // A persistent grid's CTAs walk indices blockIdx.x, + gridDim.x, ... (their turns).
 // By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
@@ -106,10 +107,12 @@ inline CtaOrder contiguous_runs(int64_t tiles, int64_t grid) {
   return order;
 }
 
-ALEXCONV_HOST_DEVICE inline int64_t ordered_tile(const CtaOrder& order, int64_t index) {
-  const int64_t turn = order.by_grid(index);
-  const int64_t cta = index - turn * order.by_grid.divisor;
-  return cta * order.per_cta + (cta < order.extra ? cta : order.extra) + turn;
+// In 32 bits: tile numbers stay at or below kMaxIndex (make_tile_plan).
+ALEXCONV_HOST_DEVICE inline int ordered_tile(const CtaOrder& order, int index) {
+  const int turn = order.by_grid.small(index);
+  const int cta = index - turn * int(order.by_grid.divisor);
+  const int extra = int(order.extra);
+  return cta * int(order.per_cta) + (cta < extra ? cta : extra) + turn;
 }
 
 struct TilePlan {
@@ -152,32 +155,42 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
   return int(((ix0 % per_unit) + per_unit) % per_unit);
 }
 
-// The tile a CTA works on at `index` (its turn; see CtaOrder).
+// The tile a CTA works on at `index` (its turn; see CtaOrder), in 32-bit arithmetic:
+// make_tile_plan keeps tile numbers, strip pixel numbers and the strip products
+// below kMaxIndex.
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
   // The identity order (no runs) skips ordered_tile's arithmetic: 0.98-0.99x the time
-  // at 224, batch 256 (docs/perf-notes.md v25: the TMA kernels are sensitive to how
-  // long the producers take between a stage's conversion and the next copy).
-  const int64_t number = plan.order.per_cta > 0 ? ordered_tile(plan.order, index) : index;
-  t.n = plan.by_per_image(number);
-  const int64_t in_image = number - t.n * plan.by_per_image.divisor;
-  const int64_t in_strip = plan.by_strips(in_image);
-  const int64_t strip = in_image - in_strip * plan.strips;
-  t.x0 = plan.by_strips(strip * plan.out_w);
-  t.width = plan.by_strips((strip + 1) * plan.out_w) - t.x0;
+  // at 224, batch 256 (docs/perf-notes.md v25).
+  const int number = plan.order.per_cta > 0 ? ordered_tile(plan.order, int(index)) : int(index);
+  const int n = plan.by_per_image.small(number);
+  const int in_image = number - n * int(plan.by_per_image.divisor);
+  const int in_strip = plan.by_strips.small(in_image);
+  const int strips = int(plan.strips), strip = in_image - in_strip * strips;
+  // Strip s starts at column s * out_w / strips = s * narrow + s * extra / strips.
+  const int narrow = int(plan.by_narrow.divisor), extra = int(plan.out_w) - narrow * strips;
+  const int x0 = strip * narrow + plan.by_strips.small(strip * extra);
+  const int width = narrow + plan.by_strips.small((strip + 1) * extra) -
+                    plan.by_strips.small(strip * extra);
+  t.n = n;
+  t.x0 = x0;
+  t.width = width;
   // Strips are out_w / strips columns wide, or one more.
-  t.by_width = t.width == plan.by_narrow.divisor ? plan.by_narrow : plan.by_wide;
-  const int64_t strip_pixels = plan.out_h * t.width;
-  t.q_begin = in_strip * plan.tile_pixels;
-  t.q_end = t.q_begin + plan.tile_pixels < strip_pixels ? t.q_begin + plan.tile_pixels
-                                                         : strip_pixels;
-  if (t.q_begin >= t.q_end) {
-    t.q_end = t.q_begin;
+  t.by_width = width == narrow ? plan.by_narrow : plan.by_wide;
+  const int strip_pixels = int(plan.out_h) * width;
+  const int q_begin = in_strip * int(plan.tile_pixels);
+  const int q_end = q_begin + int(plan.tile_pixels) < strip_pixels ? q_begin + int(plan.tile_pixels)
+                                                                    : strip_pixels;
+  t.q_begin = q_begin;
+  t.q_end = q_end;
+  if (q_begin >= q_end) {
+    t.q_end = q_begin;
     return t;
   }
-  t.oy0 = t.by_width(t.q_begin);
-  t.rows = window_extent(t.by_width(t.q_end - 1) - t.oy0 + 1);
-  t.cols = window_extent(t.width);
+  const int oy0 = t.by_width.small(q_begin);
+  t.oy0 = oy0;
+  t.rows = window_extent(t.by_width.small(q_end - 1) - oy0 + 1);
+  t.cols = window_extent(width);
   return t;
 }
 
@@ -229,9 +242,14 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   best.tile_pixels = chosen;
   best.tiles_per_strip = (out_h * widest + best.tile_pixels - 1) / best.tile_pixels;
   best.tiles = batch * best.strips * best.tiles_per_strip;
-  // A tile's pixel numbers, kTilePixels from its first whatever the tile size, stay
-  // below tiles_per_strip * tile_pixels + kTilePixels (see kMaxIndex).
-  if (best.tiles_per_strip > (kMaxIndex - kTilePixels) / best.tile_pixels) return TilePlan{};
+  // decode_tile and place_pixel work in 32 bits (see kMaxIndex): tile numbers, the
+  // image width, strip products s * (out_w % strips) < strips^2, and a tile's pixel
+  // numbers, kTilePixels from its first whatever the tile size, which stay below
+  // tiles_per_strip * tile_pixels + kTilePixels.
+  if (best.tiles_per_strip > (kMaxIndex - kTilePixels) / best.tile_pixels ||
+      best.tiles > kMaxIndex || out_w > kMaxIndex || best.strips > kMaxStrips) {
+    return TilePlan{};
+  }
   // An empty output (no tiles) never divides: 1 keeps the dividers well defined.
   const auto divider = [](int64_t d) { return Divider(std::max<int64_t>(d, 1)); };
   const int64_t narrow = best.strips > 0 ? out_w / best.strips : 0;

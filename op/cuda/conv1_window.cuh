@@ -225,20 +225,18 @@ __device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& pl
 // of 4 took ~4 dependent shared-memory round trips per stage; under the
 // consumers' load the producers spent 72% of their time converting and the
 // consumers 14% waiting for them, v11 profile.)
-template <class Mode, mma::Round kRound>
+template <class Mode, mma::Round kRound, int kThreads>
 __device__ void convert_window_as(typename Mode::Word* slot, int units, int thread) {
-  constexpr int kMaxUnits = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
+  constexpr int kMaxUnits = (kSlotElems / 4 + kThreads - 1) / kThreads;
   uint4* window = reinterpret_cast<uint4*>(slot);
   uint4 v[kMaxUnits];
 #pragma unroll
   for (int i = 0; i < kMaxUnits; ++i) {
-    if (thread + i * kProducerThreads < units) v[i] = window[thread + i * kProducerThreads];
+    if (thread + i * kThreads < units) v[i] = window[thread + i * kThreads];
   }
 #pragma unroll
   for (int i = 0; i < kMaxUnits; ++i) {
-    if (thread + i * kProducerThreads < units) {
-      window[thread + i * kProducerThreads] = Mode::to_words4(v[i], kRound);
-    }
+    if (thread + i * kThreads < units) window[thread + i * kThreads] = Mode::to_words4(v[i], kRound);
   }
 }
 
@@ -246,17 +244,17 @@ __device__ void convert_window_as(typename Mode::Word* slot, int units, int thre
 // producers turn its float32 elements into MMA words in place (16-bit elements are
 // already in operand format). Whole rows are converted, pitch padding included
 // (pitches are whole 16-byte units): the gather never reads what lies outside the
-// window.
-template <class Mode>
+// window. kThreads: how many producer threads convert (the first ones).
+template <class Mode, int kThreads = kProducerThreads>
 __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int pitch, int warp,
                                int lane, mma::Round round) {
   if constexpr (sizeof(typename Mode::Raw) == 4) {
     if (tile.rows == 0) return;  // an empty tile: nothing was copied
     const int units = int(tile.rows) * pitch / 4, thread = warp * 32 + lane;
     if (round == mma::Round::kNearest) {
-      convert_window_as<Mode, mma::Round::kNearest>(slot, units, thread);
+      convert_window_as<Mode, mma::Round::kNearest, kThreads>(slot, units, thread);
     } else {
-      convert_window_as<Mode, mma::Round::kTowardZero>(slot, units, thread);
+      convert_window_as<Mode, mma::Round::kTowardZero, kThreads>(slot, units, thread);
     }
   }
 }

@@ -8,7 +8,7 @@
 // Then the space-to-depth kernel's plan (op/cuda/conv1_s2d_plan.h): every output
 // pixel is exactly one tile's, and each of its 9 tap cells is the cell its
 // receptive field needs (no wrap into the next row) and lies inside the window a
-// slot holds, and its 32-bit limit; the register-gather plan's 32-bit limit too.
+// slot holds, and its 32-bit limit; the register-gather plan's 32-bit limits too.
 // The register-gather plan is checked in the contiguous-run order (CtaOrder) a launch
 // on `sms` one-CTA multiprocessors gives multi-strip plans: each CTA's turns take
 // consecutive tile numbers (and the coverage check makes the order a permutation).
@@ -104,6 +104,55 @@ bool gather_limits_ok() {
       std::printf("gather plan limit wrong for %ld columns: tallest plannable %ld rows\n", ow, lo);
       return false;
     }
+  }
+  // decode_tile's 32-bit arithmetic: at the largest batch planned, sampled tiles (the
+  // last included, in both tile orders) decode as 64-bit division says; one image more is
+  // not plannable.
+  const long shapes[][2] = {{55, 55}, {1, 1}, {63, 292}, {5, 999}};
+  for (const auto& shape : shapes) {
+    const long oh = shape[0], ow = shape[1];
+    const TilePlan one = make_tile_plan(1, oh, ow);  // one slot: the largest tiles, as a large batch gets
+    const int64_t per_image = one.strips * one.tiles_per_strip, batch = kMaxIndex / per_image;
+    TilePlan plan = make_tile_plan(batch, oh, ow, 132);
+    if (plan.strips == 0 || plan.tiles_per_strip != one.tiles_per_strip ||
+        make_tile_plan(batch + 1, oh, ow, 132).strips != 0) {
+      std::printf("gather plan limit wrong at batch %lld for %ld x %ld\n", (long long)batch, oh, ow);
+      return false;
+    }
+    for (int runs = 0; runs < 2; ++runs) {
+      if (runs) plan.order = contiguous_runs(plan.tiles, 132);
+      for (int64_t t = plan.tiles - 1; t >= 0; t -= 1 + t / 89) {
+        int64_t number = t;
+        if (runs) {
+          const int64_t turn = t / 132, cta = t % 132;
+          number = cta * plan.order.per_cta + std::min<int64_t>(cta, plan.order.extra) + turn;
+        }
+        const Tile got = decode_tile(plan, t);
+        const int64_t n = number / per_image, in_image = number % per_image,
+                      in_strip = in_image / plan.strips, strip = in_image % plan.strips,
+                      x0 = strip * ow / plan.strips, width = (strip + 1) * ow / plan.strips - x0,
+                      q_begin = in_strip * plan.tile_pixels,
+                      q_end = std::min<int64_t>(q_begin + plan.tile_pixels, oh * width);
+        const bool empty = q_end <= q_begin;  // the last tile of a narrower strip may be
+        if (got.n != n || got.x0 != x0 || got.width != width || got.q_begin != q_begin ||
+            got.q_end != (empty ? q_begin : q_end) || (!empty && got.oy0 != q_begin / width)) {
+          std::printf("tile %lld of batch %lld (%ld x %ld, runs %d) decodes wrong\n", (long long)t,
+                      (long long)batch, oh, ow, runs);
+          return false;
+        }
+      }
+    }
+  }
+  // Images so wide that s * (out_w % strips) could pass 2^31 (over kMaxStrips strips): the
+  // widest plannable image of one row has exactly kMaxStrips.
+  long lo = 1, hi = long(kMaxIndex);
+  while (hi - lo > 1) {
+    const long mid = lo + (hi - lo) / 2;
+    (make_tile_plan(1, 1, mid).strips > 0 ? lo : hi) = mid;
+  }
+  if (make_tile_plan(1, 1, lo).strips != kMaxStrips) {
+    std::printf("gather plan strip limit wrong: widest plannable %ld columns\n", lo);
+    return false;
   }
   return true;
 }
