@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "../conv1_geometry.h"
-#include "conv1_tiling.h"  // Divider, ALEXCONV_HOST_DEVICE
+#include "conv1_tiling.h"  // Divider, strip_columns, ALEXCONV_HOST_DEVICE
 
 namespace alexconv {
 namespace cuda {
@@ -97,10 +97,11 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const Plan& plan, int64_t index) {
   const int i = int(index), n = plan.by_per_image.small(i);
   const int in_image = i - n * int(plan.by_per_image.divisor);
   const int in_strip = plan.by_strips.small(in_image);
-  const int strip = in_image - in_strip * int(plan.strips), out_w = int(plan.out_w);
+  const int strip = in_image - in_strip * int(plan.strips);
+  const StripColumns columns = strip_columns(plan.by_strips, strip, int(plan.out_w));
   t.n = n;
-  t.x0 = plan.by_strips.small(strip * out_w);
-  t.width = plan.by_strips.small((strip + 1) * out_w) - t.x0;
+  t.x0 = columns.x0;
+  t.width = columns.width;
   t.v0 = int64_t(in_strip) * kTilePixels;
   t.oy0 = plan.by_wv.small(int(t.v0));
   t.base = t.v0 - t.oy0 * plan.wv;

@@ -78,7 +78,18 @@ struct Divider {
 // registers (docs/perf-notes.md v24-v26). A plan past it is not plannable (the direct
 // kernel runs it); reaching it takes 2^31 tiles or strips of 2^31 output pixels.
 constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
-constexpr int64_t kMaxStrips = 46340;  // kMaxStrips^2 <= kMaxIndex
+
+// The output columns of strip s of `strips` (by_strips divides by it):
+// [s * out_w / strips, (s + 1) * out_w / strips). Both plans keep strips * out_w
+// within kMaxIndex, so this is 32-bit arithmetic.
+struct StripColumns {
+  int x0, width;
+};
+ALEXCONV_HOST_DEVICE inline StripColumns strip_columns(const Divider& by_strips, int strip,
+                                                       int out_w) {
+  const int x0 = by_strips.small(strip * out_w);
+  return {x0, by_strips.small((strip + 1) * out_w) - x0};
+}
 
 // A persistent grid's CTAs walk indices blockIdx.x, + gridDim.x, ... (their turns).
 // By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
@@ -166,17 +177,14 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index
   const int n = plan.by_per_image.small(number);
   const int in_image = number - n * int(plan.by_per_image.divisor);
   const int in_strip = plan.by_strips.small(in_image);
-  const int strips = int(plan.strips), strip = in_image - in_strip * strips;
-  // Strip s starts at column s * out_w / strips = s * narrow + s * extra / strips.
-  const int narrow = int(plan.by_narrow.divisor), extra = int(plan.out_w) - narrow * strips;
-  const int x0 = strip * narrow + plan.by_strips.small(strip * extra);
-  const int width = narrow + plan.by_strips.small((strip + 1) * extra) -
-                    plan.by_strips.small(strip * extra);
+  const int strip = in_image - in_strip * int(plan.strips);
+  const StripColumns columns = strip_columns(plan.by_strips, strip, int(plan.out_w));
+  const int width = columns.width;
   t.n = n;
-  t.x0 = x0;
+  t.x0 = columns.x0;
   t.width = width;
   // Strips are out_w / strips columns wide, or one more.
-  t.by_width = width == narrow ? plan.by_narrow : plan.by_wide;
+  t.by_width = width == plan.by_narrow.divisor ? plan.by_narrow : plan.by_wide;
   const int strip_pixels = int(plan.out_h) * width;
   const int q_begin = in_strip * int(plan.tile_pixels);
   const int q_end = q_begin + int(plan.tile_pixels) < strip_pixels ? q_begin + int(plan.tile_pixels)
@@ -242,12 +250,11 @@ inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int6
   best.tile_pixels = chosen;
   best.tiles_per_strip = (out_h * widest + best.tile_pixels - 1) / best.tile_pixels;
   best.tiles = batch * best.strips * best.tiles_per_strip;
-  // decode_tile and place_pixel work in 32 bits (see kMaxIndex): tile numbers, the
-  // image width, strip products s * (out_w % strips) < strips^2, and a tile's pixel
-  // numbers, kTilePixels from its first whatever the tile size, which stay below
-  // tiles_per_strip * tile_pixels + kTilePixels.
+  // decode_tile and place_pixel work in 32 bits (see kMaxIndex): tile numbers, strips x
+  // out_w (strip_columns), and a tile's pixel numbers, kTilePixels from its first
+  // whatever the tile size, which stay below tiles_per_strip * tile_pixels + kTilePixels.
   if (best.tiles_per_strip > (kMaxIndex - kTilePixels) / best.tile_pixels ||
-      best.tiles > kMaxIndex || out_w > kMaxIndex || best.strips > kMaxStrips) {
+      best.tiles > kMaxIndex || best.strips * out_w > kMaxIndex) {
     return TilePlan{};
   }
   // An empty output (no tiles) never divides: 1 keeps the dividers well defined.

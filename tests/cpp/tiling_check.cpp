@@ -143,14 +143,16 @@ bool gather_limits_ok() {
       }
     }
   }
-  // Images so wide that s * (out_w % strips) could pass 2^31 (over kMaxStrips strips): the
-  // widest plannable image of one row has exactly kMaxStrips.
+  // Images so wide that strips x out_w passes 2^31 (strip_columns): the widest plannable
+  // image of one row stays within it, and one column more passes it (with its strips or
+  // one more), so the limit is no lower than it needs to be.
   long lo = 1, hi = long(kMaxIndex);
   while (hi - lo > 1) {
     const long mid = lo + (hi - lo) / 2;
     (make_tile_plan(1, 1, mid).strips > 0 ? lo : hi) = mid;
   }
-  if (make_tile_plan(1, 1, lo).strips != kMaxStrips) {
+  const TilePlan widest = make_tile_plan(1, 1, lo);
+  if (widest.strips * lo > kMaxIndex || (widest.strips + 1) * (lo + 1) <= kMaxIndex) {
     std::printf("gather plan strip limit wrong: widest plannable %ld columns\n", lo);
     return false;
   }
