@@ -17,3 +17,8 @@ cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_C
   -DALEXCONV_BUILD_DEMO=OFF -DPython3_EXECUTABLE="$(command -v "$PYTHON")" > build/cuda-compile-check.log 2>&1 \
   || { cat build/cuda-compile-check.log; exit 1; }
 cmake --build build/cuda-compile-check --target alexconv_cuda_kernels
+# The wgmma microbenchmark (benchmarks/micro) shares the kernels' wgmma header: built too, so
+# that it keeps compiling as the header changes.
+nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/wgmma_ceiling.cu -o build/cuda-compile-check/wgmma_ceiling \
+  > build/cuda-compile-check/wgmma_ceiling.log 2>&1 || { cat build/cuda-compile-check/wgmma_ceiling.log; exit 1; }
+echo "== wgmma microbenchmark compiles"
