@@ -7,8 +7,8 @@
 #   VARIANTS="base noepi:-DALEXCONV_MEASURE_EPILOGUE=2@benchmarks/sensitivity/measure_epilogue.patch" \
 #   CASES="fp32:224:256 fp16:224:256" ROUNDS=2 bash scripts/ab_builds.sh
 #
-# A variant is name[:extra CUDA flags][@patch applied with -p1]; the first is the base the
-# ratios divide by. A case is mode:size:batch, mode one of fp32, tf32, fp16, bf16
+# A variant is name[:extra CUDA flags][@patch[+patch...] applied with -p1]; commas in the
+# flags stand for spaces (-DA=1,-DB=2). The first variant is the base the ratios divide by. A case is mode:size:batch, mode one of fp32, tf32, fp16, bf16
 # (ab_time.py). Set ALEXCONV_CUDA_KERNEL to force a kernel path in every variant.
 # Needs a CUDA torch; logs and JSON go to $OUT (the device tool's folder) or build/ab.
 set -uo pipefail
@@ -23,11 +23,12 @@ build_variant() {  # spec -> builds $WORK/<name>/build/libalexconv.so
   local spec=$1 name flags="" patch=""
   [[ $spec == *@* ]] && { patch=${spec#*@}; spec=${spec%%@*}; }
   name=${spec%%:*}
-  [[ $spec == *:* ]] && flags=${spec#*:}
+  [[ $spec == *:* ]] && flags=${spec#*:} && flags=${flags//,/ }
   local dir=$WORK/$name
   rm -rf "$dir/src" && mkdir -p "$dir/src"
   cp -r op CMakeLists.txt "$dir/src/"
-  if [[ -n $patch ]]; then patch -s -p1 -d "$dir/src" < "$patch" || return 1; fi
+  local one
+  for one in ${patch//+/ }; do patch -s -p1 -d "$dir/src" < "$one" || return 1; done
   cmake -S "$dir/src" -B "$dir/build" -G Ninja -DALEXCONV_CUDA=ON -DALEXCONV_BUILD_DEMO=OFF \
     -DCMAKE_CUDA_FLAGS="$flags" -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/build-$name.log" 2>&1 &&
     cmake --build "$dir/build" --target alexconv >> "$OUT/build-$name.log" 2>&1
