@@ -145,6 +145,27 @@ def test_deterministic(dtype, allow_tf32):
 @DTYPE
 @TF32
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("n", [2, 40], ids=["gather", "s2d-size"])  # 16-bit: 40 runs space-to-depth
+def test_allocates_only_the_output(dtype, allow_tf32, layout, n):
+    """No device memory beyond the output: no im2col buffer, workspace or contiguous copy of a
+    strided input (the issue's rule). The output's own size is what empty_like allocates."""
+    x = make_input(n, 224, 224, dtype, "cuda", layout)
+    w, b = make_weight(dtype, "cuda")
+    alexconv.conv1(x, w, b, allow_tf32=allow_tf32)  # lazy initialisation happens outside the count
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = alexconv.conv1(x, w, b, allow_tf32=allow_tf32)
+    torch.cuda.synchronize()
+    grown = torch.cuda.max_memory_allocated() - before
+    before_copy = torch.cuda.memory_allocated()
+    same_size = torch.empty_like(out)
+    assert grown == torch.cuda.memory_allocated() - before_copy, (grown, same_size.nbytes)
+
+
+@DTYPE
+@TF32
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_path_at_224(dtype, allow_tf32, layout):
     x = make_input(2, 224, 224, dtype, "cuda", layout)
     w, b = make_weight(dtype, "cuda")
