@@ -5,8 +5,8 @@ Every library registers the same TORCH_LIBRARY, so each (round, variant) runs in
 its own; the rounds alternate the variants so that all of them see the same clock and power
 state. Per case: fresh torch.rand input and nn.Conv2d-initialised weights, the error against an
 fp64 reference (its first 8 images: an fp64 convolution of a whole batch takes seconds), and
-the median time (triton's do_bench where importable, else CUDA events as
-in scripts/benchmark.py); the table keeps the best median over rounds.
+the median time (scripts/benchmark.py's timer: triton's do_bench where importable, else CUDA
+events); the table keeps the best median over rounds.
 
     python scripts/ab_time.py --cases fp32:224:256 fp16:224:8 base=build/a/libalexconv.so new=...
 """
@@ -28,17 +28,9 @@ def run_worker(library: str, cases: list[str]) -> list[dict]:
     from torch import nn
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from benchmark import bench_events  # noqa: E402  (scripts/ is not a package)
+    from benchmark import accuracy, make_timer  # noqa: E402  (scripts/ is not a package)
 
-    try:
-        from triton.testing import do_bench
-
-        def timer(fn):
-            return do_bench(fn, warmup=25, rep=200, return_mode="median")
-    except ImportError:
-        def timer(fn):
-            return bench_events(fn, 25, 200)
-
+    timer, _ = make_timer(argparse.Namespace(timer="auto", cold_l2=False, warmup_ms=25.0, rep_ms=200.0))
     torch.ops.load_library(library)
     results = []
     for case in cases:
@@ -51,12 +43,12 @@ def run_worker(library: str, cases: list[str]) -> list[dict]:
         xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
         out = torch.ops.alexconv.conv1(xd, wd, bd, allow_tf32=tf32)
         ref = F.conv2d(xd[:8].double(), wd.double(), bd.double(), stride=4, padding=2)
-        diff = out[:8].double() - ref
+        max_abs_err, rel_norm_err = accuracy(out[:8], ref)
         results.append({
             "case": case,
             "ms": timer(lambda: torch.ops.alexconv.conv1(xd, wd, bd, allow_tf32=tf32)),
-            "max_abs_err": diff.abs().max().item() if diff.numel() else 0.0,
-            "rel_norm_err": (diff.norm() / ref.norm().clamp_min(1e-30)).item(),
+            "max_abs_err": max_abs_err,
+            "rel_norm_err": rel_norm_err,
         })
     return results
 
