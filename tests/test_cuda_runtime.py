@@ -34,15 +34,41 @@ def needs_gpus(n):
         pytest.skip(f"needs {n} CUDA devices")
 
 
-def test_runs_on_cuda1_while_current_device_is_0():
+# (2, 64, 57) runs the register-gather kernel; (40, 224, 224) the space-to-depth one
+# where the GPU has it: each keeps per-device state (opt-in, occupancy, TMA maps).
+@DTYPE
+@TF32
+@pytest.mark.parametrize("shape", [(2, 64, 57), (40, 224, 224)], ids=["small", "s2d_size"])
+def test_runs_on_cuda1_while_current_device_is_0(dtype, allow_tf32, shape):
     needs_gpus(2)
     with torch.cuda.device(0):
-        x = make_input(2, 64, 57, device="cuda:1")
-        w, b = make_weight(device="cuda:1")
-        out = conv1(x, w, b)
+        x = make_input(*shape, dtype, "cuda:1")
+        w, b = make_weight(dtype, "cuda:1")
+        with poisoned_outputs():
+            out = conv1(x, w, b, allow_tf32)
         assert torch.cuda.current_device() == 0, "the op changed the current device"
     assert out.device == torch.device("cuda:1")
-    assert_matches_reference(out, x, w, b)
+    assert_matches_reference(out, x, w, b, allow_tf32)
+
+
+def test_uses_the_input_devices_current_stream():
+    """Input on cuda:1, written there on a side stream after a long sleep, while cuda:0 is
+    the current device: the op must launch on cuda:1's current stream (the side one), not
+    on cuda:0's or on cuda:1's default stream, which would read the NaN the input held."""
+    needs_gpus(2)
+    src = make_input(2, 224, 224, device="cuda:1")
+    w, b = make_weight(device="cuda:1")
+    x = torch.full_like(src, float("nan"))
+    torch.cuda.synchronize("cuda:1")
+    side = torch.cuda.Stream(device="cuda:1")
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # long-running producer on cuda:1
+        x.copy_(src)
+        with torch.cuda.device(0):
+            out = conv1(x, w, b)
+            assert torch.cuda.current_device() == 0, "the op changed the current device"
+    side.synchronize()
+    assert_matches_reference(out, src, w, b)
 
 
 def test_scripted_model_moves_between_devices():
