@@ -1,0 +1,384 @@
+// The space-to-depth kernel's producer warps (conv1_s2d.cu): per (tile, input
+// channel) stage they stage the tile's window of cells as records, from element loads
+// (produce) or from a TMA box they permute (produce_tma), and vote on the tiles that
+// must be stored exactly.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../conv1_geometry.h"
+#include "conv1_direct.cuh"
+#include "conv1_dtype.cuh"
+#include "conv1_loads.cuh"
+#include "conv1_mma.cuh"
+#include "conv1_pipeline.cuh"
+#include "conv1_s2d_plan.h"
+#include "conv1_s2d_ring.cuh"
+#include "conv1_tiling.h"
+#include "conv1_tma.h"
+
+namespace alexconv {
+namespace cuda {
+namespace s2d {
+
+// Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
+// row and column from the window's first (4y + 2j, 4x), and its (first) record's
+// byte offset in a slot (row pair j starts at plane j).
+struct Unit {
+  int row, col, record;
+};
+// The record's offset alone: no division.
+__device__ __forceinline__ int record_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells);
+  // j * kPlaneBytes + cell * kRecordBytes, folded.
+  const int pair_shift = kPlaneBytes - cells * kRecordBytes;
+  return u * kRecordBytes + (u >= cells ? pair_shift : 0);
+}
+__device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
+  const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
+  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at(plan, u)};
+}
+
+// A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
+// places are the same every stage, yet in the element-load producers cheaper to work
+// out again (a multiply-high, a shift, a few adds) than to keep: held across the loop
+// they spill. The thread index goes through an empty asm each stage so the compiler
+// cannot hoist them. (The TMA producers keep their box offsets in shared memory.)
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+// Unit k of `thread`: past the window's last unit it repeats that one, so the code
+// stays straight-line and in bounds; such a unit (not `owned`) loads nothing from
+// global memory and writes no record.
+struct ThreadUnit {
+  Unit at;
+  bool owned;
+};
+__device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k) {
+  const int u = thread + k * kProducerThreads, last = 2 * int(plan.cells) - 1;
+  return {unit_at(plan, min(u, last)), u <= last};
+}
+
+// Issues the loads of this thread's units of the window of (tile, channel); any
+// strides. Padding and cells past the image load 0.
+template <int kUnits, class Raw>
+__device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const Problem& p,
+                                           const Plan& plan, const Tile& tile, int channel,
+                                           int thread) {
+  const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
+                     channel * p.in_stride[1];
+  const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
+  const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const ThreadUnit unit = thread_unit(plan, thread, k);
+    // Negative coordinates wrap to huge unsigned values: one compare per bound. A
+    // repeated unit loads nothing.
+    const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
+    const Raw* row = image + int64_t(iy) * p.in_stride[2] + int64_t(ix) * p.in_stride[3];
+#pragma unroll
+    for (int ry = 0; ry < 2; ++ry) {
+      const bool row_ok = unit.owned && unsigned(iy + ry) < height;
+#pragma unroll
+      for (int rx = 0; rx < 4; ++rx) {
+        v[k][ry * 4 + rx] = load_or_zero(row + ry * p.in_stride[2] + rx * p.in_stride[3],
+                                         row_ok && unsigned(ix + rx) < width);
+      }
+    }
+  }
+}
+
+// What a producer warp saw in a tile's windows, one byte per warp in Ring::votes.
+// A tile is stored exactly (store_exact_tile) when a window holds Inf or NaN -- or,
+// for float32 multiplied as fp16, a value fp16 cannot hold (rounded to Inf), or
+// nothing of 2^-10 or more but something nonzero: fp16's subnormals below 2^-14
+// keep fewer bits than TF32, which only matters where nothing larger dominates the
+// outputs. Zeros alone are exact in fp16.
+struct TileVotes {
+  static constexpr uint32_t kExact = 1, kLarge = 2, kNonzero = 4;
+  static constexpr uint32_t kEveryWarp = 0x01010101u;
+  __device__ static bool exact(uint32_t votes) {
+    return (votes & kExact * kEveryWarp) != 0 ||
+           ((votes & kNonzero * kEveryWarp) != 0 && (votes & kLarge * kEveryWarp) == 0);
+  }
+};
+
+// Watches packed 16-bit words for what TileVotes needs: the largest magnitude seen,
+// two halves at a time (one 3-input max per two words on sm_90); and for float32
+// multiplied as fp16 the OR of the float32 bits, which sees values that round to 0.
+template <class Mode>
+struct HalfMagnitudes {
+  uint32_t largest = 0;
+  uint32_t float_bits = 0;
+  __device__ __forceinline__ void add(uint32_t word) { largest = __vmaxu2(largest, word & 0x7fff7fffu); }
+  __device__ __forceinline__ uint32_t vote() const {
+    constexpr uint32_t kInf = Mode::kIsBf16 ? 0x7f80u : 0x7c00u;
+    constexpr uint32_t kLargeFloor = 0x1400u;  // 2^-10 in fp16
+    const uint32_t top = max(largest & 0xffffu, largest >> 16);
+    uint32_t vote = top >= kInf ? TileVotes::kExact : 0;
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+      vote |= (top >= kLargeFloor ? TileVotes::kLarge : 0) |
+              ((float_bits & 0x7fffffffu) != 0 ? TileVotes::kNonzero : 0);
+    }
+    return vote;
+  }
+};
+
+// Writes this thread's units as records into the slot's planes (in the MMA's
+// operand format). Returns its TileVotes bits.
+template <class Mode, Round kRound, int kUnits>
+__device__ __forceinline__ uint32_t store_units(unsigned char* slot,
+                                                const typename Mode::Raw (&v)[kUnits][kUnitValues],
+                                                const Plan& plan, int thread) {
+  float probe = 0.f;  // bf16x3: x * 0 + probe is NaN once some x is not finite
+  HalfMagnitudes<Mode> halves;
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const ThreadUnit unit = thread_unit(plan, thread, k);
+    // Row pair j's plane: bf16x3 hi j, lo 2 + j; 16-bit j.
+    const auto record = [&](int plane) {
+      return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kPlaneBytes);
+    };
+    if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+#pragma unroll
+      for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[k][i], 0.f, probe);
+      // The conversion is long enough that a repeated unit skips it.
+      if (unit.owned) {
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[k][2 * w], v[k][2 * w + 1], hi[w], lo[w], kRound);
+        *record(0) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        *record(2) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      }
+    } else {
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+          w[i] = mma::pack_half2(v[k][2 * i], v[k][2 * i + 1]);
+          halves.float_bits |= __float_as_uint(v[k][2 * i]) | __float_as_uint(v[k][2 * i + 1]);
+        } else {
+          w[i] = mma::pack_u16(v[k][2 * i], v[k][2 * i + 1]);
+        }
+        halves.add(w[i]);
+      }
+      if (unit.owned) *record(0) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+  if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+    return probe != probe ? TileVotes::kExact : 0;
+  } else {
+    return halves.vote();
+  }
+}
+
+// A tile TileVotes sends to the exact path, stored value by value (conv1_direct.cuh)
+// by the producer threads while the consumers go on (they skip its stores): exact,
+// and out of the consumers' code, where a branch to it serialises every wgmma
+// (ptxas C7518). A call: its loops stay out of the producers' registers. (The
+// kernel's parameters are __grid_constant__, so passing them by reference copies nothing.)
+// The tile comes as its index, decoded here: the producers' loop then keeps none of
+// its fields but what staging needs.
+template <DType T>
+__device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan, int64_t index,
+                                              int thread) {
+  const Tile tile = decode_tile(plan, index);
+  using S = typename Storage<T>::type;
+  S* out = static_cast<S*>(p.output);
+#pragma unroll 1
+  for (int e = thread; e < kTilePixels * int(kOutChannels); e += kProducerThreads) {
+    const int co = e / kTilePixels;  // consecutive threads, consecutive pixels
+    const Pixel px = place_pixel(plan, tile, p, e % kTilePixels);
+    if (px.out >= 0) {
+      out[px.out + co * p.out_stride[1]] = from_float<T>(direct_output<T>(p, tile.n, co, px.oy, px.ox));
+    }
+  }
+}
+
+// The producers' side of TileVotes: each warp ORs its lanes' votes over a tile's
+// windows and publishes its byte before the tile's last arrival on `full`; once
+// every warp's byte is in, the producers store a tile that needs it exactly.
+struct ExactTiles {
+  uint32_t seen = 0;  // warp-uniform
+  int parity = 0;     // of the tile count
+  // After staging a stage's records, before arriving on its `full`. Modes whose
+  // votes are kExact alone keep the plain vote they had before TileVotes (the
+  // reduction measured the same for them, perf-notes v21).
+  template <class Mode, int kSlots>
+  __device__ void staged(uint32_t vote, bool last, Ring<kSlots>& ring, int warp, int lane) {
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+      seen |= __reduce_or_sync(0xffffffffu, vote);
+    } else {
+      seen |= __any_sync(0xffffffffu, vote != 0) ? TileVotes::kExact : 0;
+    }
+    if (last && lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.votes[parity])[warp] = seen;
+  }
+  // After arriving on the `full` (at pos) of a tile's last stage.
+  template <DType T, int kSlots>
+  __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
+                         const Plan& plan, int64_t tile_index, int thread) {
+    barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
+    if (TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[parity]))) {
+      store_exact_tile<T>(p, plan, tile_index, thread);
+    }
+    seen = 0;
+    parity ^= 1;
+  }
+};
+
+// Producer warps: per stage, load the window's units into registers (in flight
+// while the slot is still being read), then write its records once the slot is free.
+template <class Mode, DType T, int kUnits>
+__device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots,
+                        Ring<Staged<Mode>::kSlots>& ring, Round round, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  const int thread = warp * 32 + lane;
+  Raw v[kUnits][kUnitValues];
+  StageCursor<Plan> at(plan);
+  RingPos<Staged<Mode>::kSlots> pos;
+  ExactTiles exact;
+  while (at.valid(plan)) {
+    const int t = opaque(thread);
+    load_units<kUnits>(v, p, plan, at.tile, at.channel, t);
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
+    const uint32_t vote = round == Round::kNearest
+                              ? store_units<Mode, Round::kNearest, kUnits>(slot, v, plan, t)
+                              : store_units<Mode, Round::kTowardZero, kUnits>(slot, v, plan, t);
+    const bool last = at.channel == kInChannels - 1;
+    exact.staged<Mode>(vote, last, ring, warp, lane);
+    fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
+    barrier_arrive(&ring.full[pos.slot]);
+    if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
+    at.advance(plan);
+    pos.advance();
+  }
+}
+
+// Elements per 16 bytes, TMA's unit of alignment.
+template <class Raw>
+constexpr int kPerUnit = 16 / int(sizeof(Raw));
+// The first input column of a tile's TMA box, 16-byte aligned (the hardware needs
+// it), and how far into each box row the window's column 0 sits.
+template <class Raw>
+__device__ __forceinline__ int box_skew(const Tile& tile) {
+  return int(((tile.x0 * kStride - kPad) % kPerUnit<Raw> + kPerUnit<Raw>) % kPerUnit<Raw>);
+}
+template <class Raw>
+__device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
+                                          const Tile& tile, int channel, uint64_t* landed) {
+  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(Raw)));
+  const int x = int(tile.x0 * kStride - kPad) - box_skew<Raw>(tile), y = int(tile.oy0 * kStride - kPad);
+  if (plan.box_in_units) {
+    tma_load_box_in_units(raw, map, x / kPerUnit<Raw>, y, channel, int(tile.n), landed);  // whole units
+  } else {
+    tma_load_box(raw, map, x, y, channel, int(tile.n), landed);
+  }
+}
+
+// A record from a landed box: the unit's two rows of 4 elements from `first` on.
+// 16-bit: four aligned 32-bit loads. float32 (multiplied as fp16): four aligned
+// 8-byte loads (a float32 box row's window starts 8 bytes into a 16-byte unit),
+// rounded to fp16 pairs; their bits are ORed into float_bits (HalfMagnitudes).
+template <class Raw>
+__device__ __forceinline__ uint4 box_record(const unsigned char* first, int row_bytes,
+                                            uint32_t& float_bits) {
+  if constexpr (sizeof(Raw) == 4) {
+    const float2* row0 = reinterpret_cast<const float2*>(first);
+    const float2* row1 = reinterpret_cast<const float2*>(first + row_bytes);
+    const float2 a = row0[0], b = row0[1], c = row1[0], d = row1[1];
+    const auto bits = [](float2 f) { return __float_as_uint(f.x) | __float_as_uint(f.y); };
+    float_bits |= bits(a) | bits(b) | bits(c) | bits(d);
+    return make_uint4(mma::pack_half2(a.x, a.y), mma::pack_half2(b.x, b.y),
+                      mma::pack_half2(c.x, c.y), mma::pack_half2(d.x, d.y));
+  } else {
+    const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
+    const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
+    return make_uint4(row0[0], row0[1], row1[0], row1[1]);
+  }
+}
+
+// Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
+// each landed box into records (box_record; no global addresses or bound checks: the
+// copy engine zero-filled what lies outside the input). A stage's shared loads all go
+// out before its slot is awaited and written.
+template <class Mode, DType T, int kUnits>
+__device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
+                            unsigned char* slots, const unsigned char* raw, uint32_t* box_offsets,
+                            Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
+  using Raw = typename Mode::Raw;
+  constexpr int kRawSlotBytes = Staged<Mode>::kRawSlotBytes;
+  const int thread = warp * 32 + lane;
+  const int row_bytes = int(plan.box_cols * sizeof(Raw));
+  StageCursor<Plan> at(plan), copy(plan);
+  RingPos<Staged<Mode>::kSlots> pos;
+  RingPos<2> raw_pos, copy_pos;
+  const auto issue_next = [&] {
+    if (thread == 0 && copy.valid(plan)) {
+      issue_box<Raw>(smem_address(raw + copy_pos.slot * kRawSlotBytes), map, plan, copy.tile,
+                     copy.channel, &ring.landed[copy_pos.slot]);
+    }
+    copy.advance(plan);
+    copy_pos.advance();
+  };
+  issue_next();
+  issue_next();
+  // A unit's first word in a box (from the skew on) is at the same offset every stage
+  // but takes a division to find: worked out once, into shared memory (kept in
+  // registers, the offsets push the producers past their 80), and read back by the
+  // same thread each stage before its box is awaited.
+  uint32_t* own_offsets = box_offsets + thread;  // unit k at [k * kProducerThreads]
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const Unit unit = thread_unit(plan, thread, k).at;
+    own_offsets[k * kProducerThreads] = unit.row * row_bytes + unit.col * int(sizeof(Raw));
+  }
+  const int last_unit = 2 * int(plan.cells) - 1;
+  ExactTiles exact;
+  while (at.valid(plan)) {
+    uint32_t offset[kUnits];
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) offset[k] = own_offsets[k * kProducerThreads];
+    barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
+    // Box rows 4y + 2j and 4y + 2j + 1, columns skew + 4x .. + 3.
+    const unsigned char* box =
+        raw + raw_pos.slot * kRawSlotBytes + box_skew<Raw>(at.tile) * int(sizeof(Raw));
+    HalfMagnitudes<Mode> halves;
+    uint4 record[kUnits];
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      record[k] = box_record<Raw>(box + offset[k], row_bytes, halves.float_bits);
+    }
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      // A repeated unit (see thread_unit) writes no record.
+      const int u = thread + k * kProducerThreads;
+      if (u <= last_unit) *reinterpret_cast<uint4*>(slot + record_at(plan, u)) = record[k];
+      halves.add(record[k].x);
+      halves.add(record[k].y);
+      halves.add(record[k].z);
+      halves.add(record[k].w);
+    }
+    const bool last = at.channel == kInChannels - 1;
+    exact.staged<Mode>(halves.vote(), last, ring, warp, lane);
+    // The records were written through the generic proxy (wgmma reads them through
+    // the async proxy), and the box was read through it before a copy overwrites it.
+    fence_async_proxy();
+    producer_barrier();  // every producer is done with the box
+    issue_next();
+    barrier_arrive(&ring.full[pos.slot]);
+    if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
+    at.advance(plan);
+    pos.advance();
+    raw_pos.advance();
+  }
+}
+
+}  // namespace s2d
+}  // namespace cuda
+}  // namespace alexconv

@@ -1,0 +1,89 @@
+// The space-to-depth kernel's shared vocabulary (conv1_s2d.cu): what a window slot
+// holds, the ring of barriers between producer and consumer warps, and where a tile
+// pixel lands in the output. Included by the kernel's parts alone.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "../conv1_geometry.h"
+#include "conv1_launch.h"
+#include "conv1_mma.cuh"
+#include "conv1_s2d_plan.h"
+#include "conv1_tiling.h"
+
+namespace alexconv {
+namespace cuda {
+namespace s2d {
+
+using mma::Round;
+
+// A load unit: 2 phase rows x 4 phase columns of one cell (row pair j = 0 holds
+// phases ry 0-1, j = 1 phases ry 2-3), value v = ry % 2 * 4 + rx: one record.
+constexpr int kUnitValues = 8;
+constexpr int kRecordBytes = 16;
+constexpr int kPlaneBytes = kPlaneRecords * kRecordBytes;
+// Load units per producer thread, a compile-time count so that a stage's units are
+// straight-line code (a branch between units keeps the compiler from overlapping
+// their loads): 6 for windows of up to 384 cells (224, 227, and smaller images, which
+// then repeat some units), 7 up to 448 (256, 512), 8 any window.
+constexpr int kMaxUnitsPerThread = (2 * kPlaneRecords + kProducerThreads - 1) / kProducerThreads;
+constexpr int kFewestUnits = 6;
+inline int units_per_thread(const Plan& plan) {
+  const int units = int((2 * plan.cells + kProducerThreads - 1) / kProducerThreads);
+  return std::max(units, kFewestUnits);
+}
+
+// What each mode stages and multiplies. K order within a (channel, tap) step of 16:
+// k = 4 ry + rx, so each 8-k core matrix column is one row pair j (plane j).
+template <class Mode>
+struct Staged {
+  using Raw = typename Mode::Raw;
+  // bf16x3 stages each value as two (hi and lo planes) and keeps 166 KB of B.
+  static constexpr bool kSplit = std::is_same_v<Mode, mma::Bf16x3>;
+  // Planes of a slot: bf16x3 hi j0, hi j1, lo j0, lo j1; 16-bit operands j0, j1.
+  static constexpr int kPlanes = kSplit ? 4 : 2;
+  // Beside bf16x3's B two slots are what remains.
+  static constexpr int kSlots = kSplit ? 2 : 4;
+  static constexpr int kSlotBytes = kPlanes * kPlaneBytes;
+  // TMA staging (inputs whose rows allow it): raw boxes land in their own slots and
+  // the producers permute them into records. bf16x3 has no room.
+  static constexpr int kRawSlots = kSplit ? 0 : 2;
+  static constexpr int kRawSlotBytes = 8192 * int(sizeof(Raw));
+  // Outputs of 16 bits leave through the staged epilogue, float32 ones straight.
+  static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
+};
+
+// thread did (slot free). votes[tile parity]: what producer warp w staged into the
+// tile's windows (TileVotes), in byte w; written before the arrival on `full` of the
+// tile's last stage.
+template <int kSlots>
+struct Ring {
+  uint64_t full[kSlots];
+  uint64_t empty[kSlots];
+  uint64_t landed[2];  // TMA staging: raw slot r's box has arrived
+  uint32_t votes[2];   // byte w: producer warp w's TileVotes over a tile's windows
+  uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
+};
+
+// the image) and coordinates.
+struct Pixel {
+  int64_t out = -1, oy = 0, ox = 0;
+};
+__device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile, const Problem& p,
+                                             int local) {
+  Pixel px;
+  // v < tiles_per_strip * kTilePixels: 32 bits (kMaxIndex).
+  const int64_t v = tile.v0 + local, oy = plan.by_wv.small(int(v)), x = v - oy * plan.wv;
+  if (oy < plan.out_h && x < tile.width) {
+    px.oy = oy;
+    px.ox = tile.x0 + x;
+    px.out = tile.n * p.out_stride[0] + oy * p.out_stride[2] + px.ox * p.out_stride[3];
+  }
+  return px;
+}
+
+}  // namespace s2d
+}  // namespace cuda
+}  // namespace alexconv
