@@ -120,14 +120,28 @@ double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
 }
 
 // The header API follows the op's rules: an invalid call throws c10::Error naming
-// the argument (here a weight with 95 output channels), and leaves nothing broken.
-std::optional<std::string> header_api_rejection(const at::Tensor& input, const at::Tensor& weight) {
-  try {
-    alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false);
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return std::nullopt;
+// the argument, and leaves nothing broken. Two of them: a weight with 95 output
+// channels, and an undefined input (which only C++ callers can pass).
+struct Rejection {
+  const char* what;      // the invalid call
+  const char* expected;  // a piece of its message
+  std::optional<std::string> message;
+};
+std::vector<Rejection> header_api_rejections(const at::Tensor& input, const at::Tensor& weight) {
+  std::vector<Rejection> calls = {
+      {"95-channel weight", "weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]", {}},
+      {"undefined input", "input must be a defined tensor, got an undefined one", {}}};
+  const auto message_of = [](const auto& call) -> std::optional<std::string> {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      return e.what_without_backtrace();
+    }
+    return std::nullopt;
+  };
+  calls[0].message = message_of([&] { alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false); });
+  calls[1].message = message_of([&] { alexconv::conv1(at::Tensor(), weight, std::nullopt, false); });
+  return calls;
 }
 
 }  // namespace
@@ -157,8 +171,8 @@ int main(int argc, char** argv) {
 
   const c10::InferenceMode guard;
   const at::Tensor input = torch::rand({o.batch, 3, o.size, o.size}, weight.options());
-  // First an invalid call; the valid ones after it must still be right.
-  const std::optional<std::string> rejection = header_api_rejection(input, weight);
+  // First the invalid calls; the valid ones after them must still be right.
+  const std::vector<Rejection> rejections = header_api_rejections(input, weight);
   const at::Tensor out = module.forward({input}).toTensor();
   const at::Tensor out_api = alexconv::conv1(input, weight, bias, allow_tf32);
   // The reference in float64: far more accurate than either path under test.
@@ -180,12 +194,14 @@ int main(int argc, char** argv) {
             << "alexconv::conv1: max abs error " << e_api.max_abs << ", rel norm error "
             << e_api.rel_norm << ", median " << t_api << " ms\n"
             << "at::conv2d     : median " << t_ref << " ms\n";
-  if (!rejection || rejection->find("weight must have shape [96, 3, 11, 11]") == std::string::npos) {
-    std::cerr << "MISMATCH: the header API accepted a 95-channel weight or named no argument: "
-              << rejection.value_or("(no error)") << "\n";
-    return 1;
+  for (const Rejection& r : rejections) {
+    if (!r.message || r.message->find(r.expected) == std::string::npos) {
+      std::cerr << "MISMATCH: the header API accepted a call with a " << r.what
+                << " or named no argument: " << r.message.value_or("(no error)") << "\n";
+      return 1;
+    }
+    std::cout << "invalid call  : " << r.what << " rejected with \"" << *r.message << "\"\n";
   }
-  std::cout << "invalid call  : rejected with \"" << *rejection << "\"\n";
   if (!e_model.ok || !e_api.ok) {
     std::cerr << "MISMATCH: output differs from the float64 reference beyond atol=" << atol
               << ", rtol=" << rtol << "\n";

@@ -50,8 +50,8 @@ void check_shape(const at::Tensor& t, const char* name,
 
 void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
                       const std::optional<at::Tensor>& bias) {
-  TORCH_CHECK(input.defined() && weight.defined(),
-              "alexconv::conv1: input and weight must be defined tensors");
+  TORCH_CHECK(input.defined(), "alexconv::conv1: input must be a defined tensor, got an undefined one");
+  TORCH_CHECK(weight.defined(), "alexconv::conv1: weight must be a defined tensor, got an undefined one");
   check_plain_tensor(input, "input");
   check_plain_tensor(weight, "weight");
 

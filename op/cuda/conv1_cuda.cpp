@@ -48,14 +48,15 @@ cudaError_t launch(const cuda::Problem& p, cuda::DeviceInfo device, cudaStream_t
   if (choice == KernelChoice::kDirect) return cuda::launch_conv1_direct(p, stream);
   if (choice == KernelChoice::kAuto) return cuda::launch_conv1(p, device, stream);
   if (choice == KernelChoice::kS2d) {
-    TORCH_CHECK(cuda::s2d_supported(p, device),
-                "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU or build cannot run");
+    TORCH_CHECK(cuda::s2d_supported(p, device), "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
+                device.major, device.minor, ") or build cannot run");
     return cuda::launch_conv1_s2d(p, device, stream);
   }
   device.allow_wgmma = choice == KernelChoice::kWgmma;
   TORCH_CHECK(cuda::igemm_supported(p, device) &&
                   (choice == KernelChoice::kMmaSync || cuda::wgmma_available(device)),
-              "ALEXCONV_CUDA_KERNEL asks for a kernel this GPU or build cannot run");
+              "ALEXCONV_CUDA_KERNEL=", choice == KernelChoice::kWgmma ? "wgmma" : "mma_sync",
+              " asks for a kernel this GPU (sm_", device.major, device.minor, ") or build cannot run");
   return cuda::launch_conv1_igemm(p, device, stream);
 }
 
