@@ -59,10 +59,11 @@ for step in "${steps[@]}"; do
       done
       # Several tiles per CTA: the space-to-depth kernel's two accumulator sets (TMA and
       # element-load variants; 227 16-bit in auto too), the register-gather kernel in
-      # multi-strip plans (auto at these batches), and its long runs.
+      # multi-strip plans (auto at these batches), and its long runs (forced: auto sends
+      # that case to the space-to-depth kernel on Hopper).
       if [[ $step != sanitize-b ]]; then
         for run in memcheck:s2d:many-tiles racecheck:s2d:many-tiles memcheck:auto:many-tiles \
-                   racecheck:auto:many-tiles memcheck:auto:long-runs; do
+                   racecheck:auto:many-tiles memcheck:wgmma:long-runs; do
           IFS=: read -r tool kernel cases <<< "$run"
           ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel-$cases" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py "--$cases"

@@ -14,7 +14,8 @@ allow_tf32 (element loads, one set), 8 of 256x256 in float32 with allow_tf32 (el
 two sets), plans of several strips, and channels_last inputs (their outputs too) in 16 bits
 (the kernels built for such outputs) and float32. --long-runs runs one float32 case of 400
 images of 256x256, where the register-gather kernel's CTAs take contiguous runs of over 64
-tiles (too long for racecheck; memcheck).
+tiles (too long for racecheck; memcheck, with ALEXCONV_CUDA_KERNEL=wgmma: auto takes the
+space-to-depth kernel for it on Hopper).
 
 Each case is checked against the float64 reference too, so a run that the
 sanitizer passes but that computes garbage still fails (exit 1).
