@@ -1,7 +1,8 @@
 """alexconv: AlexNet's first convolution as a PyTorch custom operator.
 
 ``import alexconv`` loads ``libalexconv.so``, which registers
-``torch.ops.alexconv.conv1`` (CPU, CUDA and Meta kernels). The operator computes
+``torch.ops.alexconv.conv1`` (CPU and Meta kernels, and a CUDA one where the
+library was built with CUDA). The operator computes
 ``F.conv2d(input, weight, bias, stride=4, padding=2)`` for input [N, 3, H, W] and
 weight [96, 3, 11, 11].
 """
