@@ -122,26 +122,25 @@ double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
 // The header API follows the op's rules: an invalid call throws c10::Error naming
 // the argument, and leaves nothing broken. Two of them: a weight with 95 output
 // channels, and an undefined input (which only C++ callers can pass).
+template <class Call>
+std::optional<std::string> error_of(const Call& call) {
+  try {
+    call();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return std::nullopt;
+}
 struct Rejection {
   const char* what;      // the invalid call
   const char* expected;  // a piece of its message
   std::optional<std::string> message;
 };
 std::vector<Rejection> header_api_rejections(const at::Tensor& input, const at::Tensor& weight) {
-  std::vector<Rejection> calls = {
-      {"95-channel weight", "weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]", {}},
-      {"undefined input", "input must be a defined tensor, got an undefined one", {}}};
-  const auto message_of = [](const auto& call) -> std::optional<std::string> {
-    try {
-      call();
-    } catch (const c10::Error& e) {
-      return e.what_without_backtrace();
-    }
-    return std::nullopt;
-  };
-  calls[0].message = message_of([&] { alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false); });
-  calls[1].message = message_of([&] { alexconv::conv1(at::Tensor(), weight, std::nullopt, false); });
-  return calls;
+  return {{"95-channel weight", "weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]",
+           error_of([&] { alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false); })},
+          {"undefined input", "input must be a defined tensor, got an undefined one",
+           error_of([&] { alexconv::conv1(at::Tensor(), weight, std::nullopt, false); })}};
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include "conv1_mma.cuh"
 #include "conv1_pipeline.cuh"
 #include "conv1_s2d_plan.h"
-#include "conv1_s2d_producers.cuh"  // TileVotes
 #include "conv1_s2d_ring.cuh"
 #include "conv1_tiling.h"
 #include "conv1_wgmma.cuh"

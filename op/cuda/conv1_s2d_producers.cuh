@@ -91,21 +91,6 @@ __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const 
   }
 }
 
-// What a producer warp saw in a tile's windows, one byte per warp in Ring::votes.
-// A tile is stored exactly (store_exact_tile) when a window holds Inf or NaN -- or,
-// for float32 multiplied as fp16, a value fp16 cannot hold (rounded to Inf), or
-// nothing of 2^-10 or more but something nonzero: fp16's subnormals below 2^-14
-// keep fewer bits than TF32, which only matters where nothing larger dominates the
-// outputs. Zeros alone are exact in fp16.
-struct TileVotes {
-  static constexpr uint32_t kExact = 1, kLarge = 2, kNonzero = 4;
-  static constexpr uint32_t kEveryWarp = 0x01010101u;
-  __device__ static bool exact(uint32_t votes) {
-    return (votes & kExact * kEveryWarp) != 0 ||
-           ((votes & kNonzero * kEveryWarp) != 0 && (votes & kLarge * kEveryWarp) == 0);
-  }
-};
-
 // Watches packed 16-bit words for what TileVotes needs: the largest magnitude seen,
 // two halves at a time (one 3-input max per two words on sm_90); and for float32
 // multiplied as fp16 the OR of the float32 bits, which sees values that round to 0.

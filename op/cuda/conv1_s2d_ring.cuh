@@ -1,6 +1,7 @@
 // The space-to-depth kernel's shared vocabulary (conv1_s2d.cu): what a window slot
-// holds, the ring of barriers between producer and consumer warps, and where a tile
-// pixel lands in the output. Included by the kernel's parts alone.
+// holds, the ring of barriers between producer and consumer warps, the producers'
+// votes on tiles to store exactly, and where a tile pixel lands in the output. Included
+// by the kernel's parts alone.
 #pragma once
 
 #include <algorithm>
@@ -55,6 +56,7 @@ struct Staged {
   static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
 };
 
+// full: every producer thread arrived (window staged); empty: every consumer
 // thread did (slot free). votes[tile parity]: what producer warp w staged into the
 // tile's windows (TileVotes), in byte w; written before the arrival on `full` of the
 // tile's last stage.
@@ -67,6 +69,22 @@ struct Ring {
   uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
 };
 
+// What a producer warp saw in a tile's windows, one byte per warp in Ring::votes.
+// A tile is stored exactly (store_exact_tile) when a window holds Inf or NaN -- or,
+// for float32 multiplied as fp16, a value fp16 cannot hold (rounded to Inf), or
+// nothing of 2^-10 or more but something nonzero: fp16's subnormals below 2^-14
+// keep fewer bits than TF32, which only matters where nothing larger dominates the
+// outputs. Zeros alone are exact in fp16.
+struct TileVotes {
+  static constexpr uint32_t kExact = 1, kLarge = 2, kNonzero = 4;
+  static constexpr uint32_t kEveryWarp = 0x01010101u;
+  __device__ static bool exact(uint32_t votes) {
+    return (votes & kExact * kEveryWarp) != 0 ||
+           ((votes & kNonzero * kEveryWarp) != 0 && (votes & kLarge * kEveryWarp) == 0);
+  }
+};
+
+// Where a tile pixel lands: its output offset (-1: a virtual column or a row past
 // the image) and coordinates.
 struct Pixel {
   int64_t out = -1, oy = 0, ox = 0;

@@ -39,11 +39,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   }();
   return encode;
 }
-}  // namespace
-#endif
 
-#if defined(ALEXCONV_BUILT_FOR_SM90A)
-namespace {
 // A tiled map of the input's channel planes, zeros outside: dims/box innermost first,
 // the last three dimensions always H, channel and image.
 template <int kRank>
