@@ -12,13 +12,15 @@ prints the median clock and power of the samples taken under load and the mean t
 import argparse
 import statistics
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
-MODES = {"fp32": (torch.float32, False), "tf32": (torch.float32, True), "fp16": (torch.float16, False),
-         "bf16": (torch.bfloat16, False)}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from ab_time import MODES  # noqa: E402  (mode -> dtype name, allow_tf32; scripts/ is not a package)
 
 
 def main():
@@ -30,7 +32,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=6.0)
     args = ap.parse_args()
     torch.ops.load_library(args.library)
-    dtype, tf32 = MODES[args.mode]
+    dtype_name, tf32 = MODES[args.mode]
+    dtype = getattr(torch, dtype_name)
     conv = nn.Conv2d(3, 96, 11, stride=4, padding=2).cuda()
     x = torch.rand(args.batch, 3, args.size, args.size, device="cuda").to(dtype)
     w, b = conv.weight.detach().to(dtype), conv.bias.detach().to(dtype)
