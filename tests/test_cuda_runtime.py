@@ -20,6 +20,7 @@ from conftest import (
     make_input,
     make_weight,
     poisoned_outputs,
+    reference,
     requires_cuda,
 )
 
@@ -210,6 +211,39 @@ def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
     x = make_input(3, h, w, dtype, "cuda")
     weight, bias = make_weight(dtype, "cuda")
     assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)
+
+
+# Rows whose W stride is not a multiple of 16 bytes (227: TMA cannot cut them) reach the
+# space-to-depth kernel as one bulk copy of each window's rows (conv1_s2d_copies.cuh,
+# SpanCopies): read at 2-byte alignment, padding masked, and the input's last elements
+# past its last 16-byte boundary stored by the copying thread (batch 1 and 3: the input
+# ends 2 or 4 bytes past one). Large values at the input's first and last elements show
+# one lost or misplaced; the views move the rows' alignment (pitch 229, a 16-byte
+# storage offset) or take the element loads (a one-element offset).
+SPAN_VIEWS = ["contiguous", "pitch 229", "offset 16 bytes", "offset 1 element"]
+SPAN_MODES = [(torch.float16, False), (torch.bfloat16, False), (torch.float32, True)]
+
+
+@pytest.mark.parametrize("dtype,allow_tf32", SPAN_MODES, ids=["fp16", "bf16", "tf32"])
+@pytest.mark.parametrize("view", SPAN_VIEWS)
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_rows_not_16_byte_aligned(dtype, allow_tf32, view, n):
+    h = w = 227
+    if view == "pitch 229":
+        x = make_input(n, h, 229, dtype, "cuda")[..., :w]
+    elif view.startswith("offset"):
+        skip = 16 // torch.empty((), dtype=dtype).element_size() if "16" in view else 1
+        x = torch.randn(n * 3 * h * w + skip, device="cuda").to(dtype)[skip:].view(n, 3, h, w)
+    else:
+        x = make_input(n, h, w, dtype, "cuda")
+    x[0, 0, 0, 0] = 50
+    x[-1, -1, -1, -1] = 50
+    weight, bias = make_weight(dtype, "cuda")
+    out = conv1(x, weight, bias, allow_tf32)
+    assert_matches_reference(out, x, weight, bias, allow_tf32)
+    # A lost corner element moves its outputs by up to 50 x 0.05; rounding, by under 0.02.
+    worst = (out.double() - reference(x, weight, bias)).abs().max().item()
+    assert worst < 0.1, f"max abs error {worst:.3g}"
 
 
 # More tiles than an H100 or H200 has multiprocessors, in plans of two or more strips

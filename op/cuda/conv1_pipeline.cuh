@@ -102,6 +102,21 @@ __device__ __forceinline__ void tma_load_box_in_units(uint32_t dst, const void* 
 #endif
 }
 
+// One bulk copy of `bytes` contiguous bytes from global memory into shared memory at
+// `dst` (source, destination and size 16-byte aligned; no tensor map); its bytes
+// complete `bar`'s phase (sm_90).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(smem_address(bar))
+      : "memory");
+#else
+  (void)dst, (void)src, (void)bytes, (void)bar;
+  __trap();
+#endif
+}
+
 // Orders this thread's shared-memory accesses through the generic proxy before
 // later ones through the async proxy (TMA copies, wgmma operand reads) (sm_90).
 __device__ __forceinline__ void fence_async_proxy() {

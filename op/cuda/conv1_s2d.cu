@@ -34,6 +34,7 @@
 #include "conv1_occupancy.cuh"
 #include "conv1_pipeline.cuh"
 #include "conv1_s2d_consumers.cuh"
+#include "conv1_s2d_copies.cuh"
 #include "conv1_s2d_plan.h"
 #include "conv1_s2d_producers.cuh"
 #include "conv1_s2d_ring.cuh"
@@ -46,10 +47,16 @@ namespace cuda {
 namespace s2d {
 namespace {
 
+// How the producers stage a window: element loads through registers, or a copy into a
+// raw slot (conv1_s2d_copies.cuh) -- a TMA box, or a row span where rows are not
+// 16-byte aligned.
+enum class Source { kLoads, kBoxes, kSpans };
+
 // Where the consumers run two accumulator sets (consume_overlapped), setmaxnreg
 // moving registers from the producers (80) to them (144). Chosen per kernel by
 // same-call A/B runs (perf-notes v22, v24):
-// - TMA staging: the producers hold no loads in registers.
+// - Staging through the copy engine (boxes, spans): the producers hold no loads in
+//   registers.
 // - 16-bit element loads, up to 7 units per producer thread (1-2.4% faster).
 // - float32 multiplied as fp16, element loads of 7 units (256, 512): 15-18% faster
 //   than one set or 136 / 104 once v24 removed its spill. Its 6-unit kernel
@@ -58,12 +65,12 @@ namespace {
 // - Elsewhere one set, 128 registers each (the launch bound): 8 units (not measured),
 //   and bf16x3, 4.6% slower with two sets (its two slots let the producers run only
 //   one stage ahead of an overlapped epilogue).
-template <class Mode, bool kTma, int kUnits>
+template <class Mode, Source kSource, int kUnits>
 struct RegisterSplit {
   static constexpr bool kHalfMode =
       std::is_same_v<Mode, mma::Half<false>> || std::is_same_v<Mode, mma::Half<true>>;
   static constexpr bool kOverlap =
-      kTma || (kHalfMode && kUnits < kMaxUnitsPerThread) ||
+      kSource != Source::kLoads || (kHalfMode && kUnits < kMaxUnitsPerThread) ||
       (std::is_same_v<Mode, mma::HalfOfFloat> && kUnits == kMaxUnitsPerThread - 1);
   static constexpr int kConsumer = 144;
   static constexpr int kProducer = (65536 - kConsumerThreads * kConsumer) / kProducerThreads;
@@ -80,12 +87,12 @@ struct SmemLayout {
   static constexpr size_t kRawAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
   static constexpr size_t kStagedAt =
       kRawAt + size_t(Staged<Mode>::kRawSlots) * Staged<Mode>::kRawSlotBytes;
-  static constexpr size_t kBoxOffsetsAt =
+  static constexpr size_t kUnitKeysAt =
       kStagedAt +
       (Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
-  // TMA staging: each producer thread's units' offsets in a box (see produce_tma).
+  // Staging through the copy engine: each producer thread's unit keys (produce_copied).
   static constexpr size_t kTotal =
-      kBoxOffsetsAt +
+      kUnitKeysAt +
       (Staged<Mode>::kRawSlots > 0 ? kMaxUnitsPerThread * kProducerThreads * sizeof(uint32_t) : 0);
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
 };
@@ -108,13 +115,13 @@ __device__ __forceinline__ uint8_t step_tap(int step, int k) {
 template <class Mode>
 constexpr bool kPixelMajorKernels = Staged<Mode>::kHalfOutputs;
 
-template <class Mode, DType T, bool kTma, int kUnits, bool kPixelMajor>
+template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
   using Layout = SmemLayout<Mode>;
   using Raw = typename Mode::Raw;
-  using Split = RegisterSplit<Mode, kTma, kUnits>;
+  using Split = RegisterSplit<Mode, kSource, kUnits>;
   constexpr int kSlots = Staged<Mode>::kSlots;
   static_assert(std::is_same_v<Raw, typename Storage<T>::type>, "mode matches dtype");
   static_assert(!kPixelMajor || kPixelMajorKernels<Mode>, "float32 outputs branch at run time");
@@ -173,11 +180,18 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     }
   } else {
     if constexpr (Split::kOverlap) wgmma::setmaxnreg_dec<Split::kProducer>();
-    if constexpr (kTma) {
-      static_assert(Staged<Mode>::kRawSlots == 2, "TMA staging has its raw slots");
-      produce_tma<Mode, T, kUnits>(p, plan, &map, slots, smem + Layout::kRawAt,
-                                   reinterpret_cast<uint32_t*>(smem + Layout::kBoxOffsetsAt), ring,
-                                   warp - kConsumerWarps, lane);
+    if constexpr (kSource != Source::kLoads) {
+      static_assert(Staged<Mode>::kRawSlots == 2, "copies land in the raw slots");
+      uint32_t* unit_keys = reinterpret_cast<uint32_t*>(smem + Layout::kUnitKeysAt);
+      if constexpr (kSource == Source::kBoxes) {
+        const BoxCopies<Raw> boxes{&map, int(plan.box_cols * int64_t(sizeof(Raw)))};
+        produce_copied<Mode, T, kUnits>(p, plan, boxes, slots, smem + Layout::kRawAt, unit_keys,
+                                        ring, warp - kConsumerWarps, lane);
+      } else {
+        const SpanCopies<Raw> spans{int(p.in_stride[2] * int64_t(sizeof(Raw)))};
+        produce_copied<Mode, T, kUnits>(p, plan, spans, slots, smem + Layout::kRawAt, unit_keys,
+                                        ring, warp - kConsumerWarps, lane);
+      }
     } else {
       produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
     }
@@ -189,10 +203,10 @@ constexpr size_t smem_bytes() {
   return SmemLayout<Mode>::kTotal;
 }
 
-template <class Mode, DType T, bool kTma, int kUnits, bool kPixelMajor>
+template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
 cudaError_t launch_layout(const Problem& p, const Plan& plan, const WindowMap& map,
                           const DeviceInfo& device, cudaStream_t stream) {
-  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kTma, kUnits, kPixelMajor>;
+  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kSource, kUnits, kPixelMajor>;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem_bytes<Mode>(), kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
@@ -201,13 +215,19 @@ cudaError_t launch_layout(const Problem& p, const Plan& plan, const WindowMap& m
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-template <class Mode, DType T, bool kTma, int kUnits>
+template <class Mode, DType T, Source kSource, int kUnits>
 cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
                           const DeviceInfo& device, cudaStream_t stream) {
   if constexpr (kPixelMajorKernels<Mode>) {
-    if (p.out_pixel_major) return launch_layout<Mode, T, kTma, kUnits, true>(p, plan, map, device, stream);
+    if (p.out_pixel_major) return launch_layout<Mode, T, kSource, kUnits, true>(p, plan, map, device, stream);
   }
-  return launch_layout<Mode, T, kTma, kUnits, false>(p, plan, map, device, stream);
+  return launch_layout<Mode, T, kSource, kUnits, false>(p, plan, map, device, stream);
+}
+
+// A raw slot's bytes for this problem's dtype (modes with raw slots).
+int64_t raw_slot_bytes(const Problem& p) {
+  return p.dtype == DType::kFloat32 ? Staged<mma::HalfOfFloat>::kRawSlotBytes
+                                    : Staged<mma::Half<false>>::kRawSlotBytes;
 }
 
 // TMA staging for the modes with raw slots (16-bit inputs, float32 with allow_tf32):
@@ -235,10 +255,8 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   // float32 boxes in units measured slower than element loads (256, 512: 1.01-1.50x;
   // perf-notes v21): 16-byte units are twice as many per box as for 16-bit elements.
   const bool units_ok = p.in_w % per_unit == 0 && box.cols / per_unit <= kMaxBoxDim && elem == 2;
-  const int64_t raw_slot_bytes = elem == 4 ? Staged<mma::HalfOfFloat>::kRawSlotBytes
-                                           : Staged<mma::Half<false>>::kRawSlotBytes;
   return aligned && (!box.in_units || units_ok) && box.rows <= kMaxBoxDim &&
-         box.cols * box.rows * elem <= raw_slot_bytes;
+         box.cols * box.rows * elem <= raw_slot_bytes(p);
 }
 
 // Sets the plan's box and encodes `map` where TMA staging applies.
@@ -254,16 +272,45 @@ bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
   return true;
 }
 
+// Row-span staging (SpanCopies) where no box applies: unit-stride rows, the input
+// 16-byte aligned (a window's first byte aligned down stays in it), and the farthest
+// byte a stage's copy writes or its reads reach inside a raw slot (the landing offset
+// is below 32, a 16-bit row read reaches 12 bytes past its first element).
+bool make_span_plan(const Problem& p, Plan& plan) {
+  if (p.dtype == DType::kFloat32 && !p.allow_tf32) return false;  // bf16x3: no raw slots
+  const int64_t elem = element_bytes(p.dtype);
+  const uintptr_t input = reinterpret_cast<uintptr_t>(p.input);
+  if (p.in_stride[3] != 1 || input % 16 != 0 || p.in_stride[2] < 0 || p.in_stride[1] < 0 ||
+      p.in_stride[0] < 0) {
+    return false;
+  }
+  const int64_t rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  const int64_t farthest = 32 + elem * ((rows - 1) * p.in_stride[2] + kStride * plan.wv) + 16;
+  if (farthest > raw_slot_bytes(p)) return false;
+  const int64_t last = (p.batch - 1) * p.in_stride[0] + (kInChannels - 1) * p.in_stride[1] +
+                       (p.in_h - 1) * p.in_stride[2] + (p.in_w - 1);
+  plan.box_rows = rows;
+  plan.span_end = int64_t((input + uintptr_t(elem * (last + 1))) & ~uintptr_t(15));
+  return true;
+}
+
 template <class Mode, DType T, int kUnits>
 cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
-  WindowMap map{};  // read by TMA kernels only
+  WindowMap map{};  // read by box-staged kernels only
   if constexpr (Staged<Mode>::kRawSlots > 0) {
     if (make_tma_plan(p, plan, map)) {
-      return launch_kernel<Mode, T, true, kUnits>(p, plan, map, device, stream);
+      return launch_kernel<Mode, T, Source::kBoxes, kUnits>(p, plan, map, device, stream);
+    }
+    // Spans for the windows of up to 384 cells alone (227 and narrower): one kernel
+    // per dtype rather than three.
+    if constexpr (kUnits == kFewestUnits) {
+      if (make_span_plan(p, plan)) {
+        return launch_kernel<Mode, T, Source::kSpans, kUnits>(p, plan, map, device, stream);
+      }
     }
   }
-  return launch_kernel<Mode, T, false, kUnits>(p, plan, map, device, stream);
+  return launch_kernel<Mode, T, Source::kLoads, kUnits>(p, plan, map, device, stream);
 }
 
 template <class Mode, DType T>

@@ -1,6 +1,6 @@
 // The space-to-depth kernel's producer warps (conv1_s2d.cu): per (tile, input
 // channel) stage they stage the tile's window of cells as records, from element loads
-// (produce) or from a TMA box they permute (produce_tma), and vote on the tiles that
+// (produce) or from a copy they permute (produce_copied), and vote on the tiles that
 // must be stored exactly.
 #pragma once
 
@@ -13,33 +13,14 @@
 #include "conv1_loads.cuh"
 #include "conv1_mma.cuh"
 #include "conv1_pipeline.cuh"
+#include "conv1_s2d_copies.cuh"
 #include "conv1_s2d_plan.h"
 #include "conv1_s2d_ring.cuh"
 #include "conv1_tiling.h"
-#include "conv1_tma.h"
 
 namespace alexconv {
 namespace cuda {
 namespace s2d {
-
-// Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
-// row and column from the window's first (4y + 2j, 4x), and its (first) record's
-// byte offset in a slot (row pair j starts at plane j).
-struct Unit {
-  int row, col, record;
-};
-// The record's offset alone: no division.
-__device__ __forceinline__ int record_at(const Plan& plan, int u) {
-  const int cells = int(plan.cells);
-  // j * kPlaneBytes + cell * kRecordBytes, folded.
-  const int pair_shift = kPlaneBytes - cells * kRecordBytes;
-  return u * kRecordBytes + (u >= cells ? pair_shift : 0);
-}
-__device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
-  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
-  const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
-  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at(plan, u)};
-}
 
 // A producer thread's units are u = thread, thread + 128, ... below 2 * cells. Their
 // places are the same every stage, yet in the element-load producers cheaper to work
@@ -243,100 +224,51 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   }
 }
 
-// Elements per 16 bytes, TMA's unit of alignment.
-template <class Raw>
-constexpr int kPerUnit = 16 / int(sizeof(Raw));
-// The first input column of a tile's TMA box, 16-byte aligned (the hardware needs
-// it), and how far into each box row the window's column 0 sits.
-template <class Raw>
-__device__ __forceinline__ int box_skew(const Tile& tile) {
-  return int(((tile.x0 * kStride - kPad) % kPerUnit<Raw> + kPerUnit<Raw>) % kPerUnit<Raw>);
-}
-template <class Raw>
-__device__ __forceinline__ void issue_box(uint32_t raw, const WindowMap* map, const Plan& plan,
-                                          const Tile& tile, int channel, uint64_t* landed) {
-  barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(Raw)));
-  const int x = int(tile.x0 * kStride - kPad) - box_skew<Raw>(tile), y = int(tile.oy0 * kStride - kPad);
-  if (plan.box_in_units) {
-    tma_load_box_in_units(raw, map, x / kPerUnit<Raw>, y, channel, int(tile.n), landed);  // whole units
-  } else {
-    tma_load_box(raw, map, x, y, channel, int(tile.n), landed);
-  }
-}
-
-// A record from a landed box: the unit's two rows of 4 elements from `first` on.
-// 16-bit: four aligned 32-bit loads. float32 (multiplied as fp16): four aligned
-// 8-byte loads (a float32 box row's window starts 8 bytes into a 16-byte unit),
-// rounded to fp16 pairs; their bits are ORed into float_bits (HalfMagnitudes).
-template <class Raw>
-__device__ __forceinline__ uint4 box_record(const unsigned char* first, int row_bytes,
-                                            uint32_t& float_bits) {
-  if constexpr (sizeof(Raw) == 4) {
-    const float2* row0 = reinterpret_cast<const float2*>(first);
-    const float2* row1 = reinterpret_cast<const float2*>(first + row_bytes);
-    const float2 a = row0[0], b = row0[1], c = row1[0], d = row1[1];
-    const auto bits = [](float2 f) { return __float_as_uint(f.x) | __float_as_uint(f.y); };
-    float_bits |= bits(a) | bits(b) | bits(c) | bits(d);
-    return make_uint4(mma::pack_half2(a.x, a.y), mma::pack_half2(b.x, b.y),
-                      mma::pack_half2(c.x, c.y), mma::pack_half2(d.x, d.y));
-  } else {
-    const uint32_t* row0 = reinterpret_cast<const uint32_t*>(first);
-    const uint32_t* row1 = reinterpret_cast<const uint32_t*>(first + row_bytes);
-    return make_uint4(row0[0], row0[1], row1[0], row1[1]);
-  }
-}
-
-// Producer warps, TMA staging: one thread keeps two boxes in flight; all 128 permute
-// each landed box into records (box_record; no global addresses or bound checks: the
-// copy engine zero-filled what lies outside the input). A stage's shared loads all go
+// Producer warps, staging through the copy engine (Copies: BoxCopies or SpanCopies,
+// conv1_s2d_copies.cuh): one thread keeps two windows in flight; all 128 permute
+// each landed one into records (no global addresses). A stage's shared loads all go
 // out before its slot is awaited and written.
-template <class Mode, DType T, int kUnits>
-__device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap* map,
-                            unsigned char* slots, const unsigned char* raw, uint32_t* box_offsets,
-                            Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
-  using Raw = typename Mode::Raw;
+template <class Mode, DType T, int kUnits, class Copies>
+__device__ void produce_copied(const Problem& p, const Plan& plan, const Copies& copies,
+                               unsigned char* slots, unsigned char* raw, uint32_t* unit_keys,
+                               Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
   constexpr int kRawSlotBytes = Staged<Mode>::kRawSlotBytes;
   const int thread = warp * 32 + lane;
-  const int row_bytes = int(plan.box_cols * sizeof(Raw));
   StageCursor<Plan> at(plan), copy(plan);
   RingPos<Staged<Mode>::kSlots> pos;
   RingPos<2> raw_pos, copy_pos;
   const auto issue_next = [&] {
     if (thread == 0 && copy.valid(plan)) {
-      issue_box<Raw>(smem_address(raw + copy_pos.slot * kRawSlotBytes), map, plan, copy.tile,
-                     copy.channel, &ring.landed[copy_pos.slot]);
+      copies.issue(raw + copy_pos.slot * kRawSlotBytes, p, plan, copy.tile, copy.channel,
+                   &ring.landed[copy_pos.slot]);
     }
     copy.advance(plan);
     copy_pos.advance();
   };
   issue_next();
   issue_next();
-  // A unit's first word in a box (from the skew on) is at the same offset every stage
-  // but takes a division to find: worked out once, into shared memory (kept in
-  // registers, the offsets push the producers past their 80), and read back by the
-  // same thread each stage before its box is awaited.
-  uint32_t* own_offsets = box_offsets + thread;  // unit k at [k * kProducerThreads]
+  // What a unit's reads need is the same every stage but takes a division to find:
+  // worked out once, into shared memory (kept in registers, it pushes the producers
+  // past their 80), and read back by the same thread each stage before its window is
+  // awaited.
+  uint32_t* own_keys = unit_keys + thread;  // unit k at [k * kProducerThreads]
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const Unit unit = thread_unit(plan, thread, k).at;
-    own_offsets[k * kProducerThreads] = unit.row * row_bytes + unit.col * int(sizeof(Raw));
+    own_keys[k * kProducerThreads] = copies.unit_key(thread_unit(plan, thread, k).at);
   }
   const int last_unit = 2 * int(plan.cells) - 1;
   ExactTiles exact;
   while (at.valid(plan)) {
-    uint32_t offset[kUnits];
+    uint32_t key[kUnits];
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) offset[k] = own_offsets[k * kProducerThreads];
+    for (int k = 0; k < kUnits; ++k) key[k] = own_keys[k * kProducerThreads];
+    const typename Copies::Stage stage =
+        copies.stage(raw + raw_pos.slot * kRawSlotBytes, p, at.tile, at.channel);
     barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
-    // Box rows 4y + 2j and 4y + 2j + 1, columns skew + 4x .. + 3.
-    const unsigned char* box =
-        raw + raw_pos.slot * kRawSlotBytes + box_skew<Raw>(at.tile) * int(sizeof(Raw));
     HalfMagnitudes<Mode> halves;
     uint4 record[kUnits];
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) {
-      record[k] = box_record<Raw>(box + offset[k], row_bytes, halves.float_bits);
-    }
+    for (int k = 0; k < kUnits; ++k) record[k] = copies.record(stage, key[k], p, halves.float_bits);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
 #pragma unroll
@@ -352,9 +284,9 @@ __device__ void produce_tma(const Problem& p, const Plan& plan, const WindowMap*
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(halves.vote(), last, ring, warp, lane);
     // The records were written through the generic proxy (wgmma reads them through
-    // the async proxy), and the box was read through it before a copy overwrites it.
+    // the async proxy), and the window was read through it before a copy overwrites it.
     fence_async_proxy();
-    producer_barrier();  // every producer is done with the box
+    producer_barrier();  // every producer is done with the window
     issue_next();
     barrier_arrive(&ring.full[pos.slot]);
     if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);

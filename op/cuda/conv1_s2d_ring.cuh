@@ -36,6 +36,25 @@ inline int units_per_thread(const Plan& plan) {
   return std::max(units, kFewestUnits);
 }
 
+// Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
+// row and column from the window's first (4y + 2j, 4x), and its (first) record's
+// byte offset in a slot (row pair j starts at plane j).
+struct Unit {
+  int row, col, record;
+};
+// The record's offset alone: no division.
+__device__ __forceinline__ int record_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells);
+  // j * kPlaneBytes + cell * kRecordBytes, folded.
+  const int pair_shift = kPlaneBytes - cells * kRecordBytes;
+  return u * kRecordBytes + (u >= cells ? pair_shift : 0);
+}
+__device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
+  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
+  const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
+  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at(plan, u)};
+}
+
 // What each mode stages and multiplies. K order within a (channel, tap) step of 16:
 // k = 4 ry + rx, so each 8-k core matrix column is one row pair j (plane j).
 template <class Mode>
