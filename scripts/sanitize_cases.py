@@ -10,7 +10,7 @@ the register-gather kernel's TMA variant, whose copies have a warp of their own;
 its TF32 variant, auto's choice for the allow_tf32 case below), 10 of 224x224 in 16 bits and in
 float32 with allow_tf32 (its TMA variants, two sets), 10 of 227x227 in 16 bits and in
 float32 with allow_tf32 (rows TMA cannot cut: its row-span variants, two sets; auto takes
-them too at that batch; the input ends 12 or 24 bytes past a 16-byte boundary), 8 of 256x256
+them too at that batch; the input ends 12 (bf16) or 8 (float32) bytes past a 16-byte boundary), 8 of 256x256
 in float32 with allow_tf32 (element loads, two sets), plans of several strips, and
 channels_last inputs (their outputs too; element loads) in 16 bits (the kernels built for
 such outputs) and float32. --long-runs runs one float32 case of 400

@@ -216,10 +216,12 @@ def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
 # Rows whose W stride is not a multiple of 16 bytes (227: TMA cannot cut them) reach the
 # space-to-depth kernel as one bulk copy of each window's rows (conv1_s2d_copies.cuh,
 # SpanCopies): read at 2-byte alignment, padding masked, and the input's last elements
-# past its last 16-byte boundary stored by the copying thread (batch 1 and 3: the input
-# ends 2 or 4 bytes past one). Large values at the input's first and last elements show
-# one lost or misplaced; the views move the rows' alignment (pitch 229, a 16-byte
-# storage offset) or take the element loads (a one-element offset).
+# past its last 16-byte boundary stored by the copying thread (contiguous batch 1 and 3:
+# the input ends 6 and 2 bytes past one in 16 bits, 12 and 4 in float32; batch 8 ends on
+# one). Large values at the input's first and last elements show one lost or misplaced;
+# the views change the pitch (229), start the input at a 16-byte storage offset (its end
+# then lies elsewhere in the storage), or take the element loads (a one-element offset:
+# the input is not 16-byte aligned).
 SPAN_VIEWS = ["contiguous", "pitch 229", "offset 16 bytes", "offset 1 element"]
 SPAN_MODES = [(torch.float16, False), (torch.bfloat16, False), (torch.float32, True)]
 

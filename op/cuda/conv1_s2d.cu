@@ -302,8 +302,8 @@ cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device
     if (make_tma_plan(p, plan, map)) {
       return launch_kernel<Mode, T, Source::kBoxes, kUnits>(p, plan, map, device, stream);
     }
-    // Spans for the windows of up to 384 cells alone (227 and narrower): one kernel
-    // per dtype rather than three.
+    // Spans for the windows of up to 384 cells alone (227, and the narrower images): one
+    // kernel per dtype rather than three.
     if constexpr (kUnits == kFewestUnits) {
       if (make_span_plan(p, plan)) {
         return launch_kernel<Mode, T, Source::kSpans, kUnits>(p, plan, map, device, stream);

@@ -4,9 +4,11 @@
 // back as records. Two sources:
 // - BoxCopies: a TMA box, dense rows of box_cols elements, zeros outside the input.
 //   Needs every row stride a multiple of 16 bytes (224, 256, 512).
-// - SpanCopies: rows TMA cannot cut (227: 454-byte fp16 rows). A one-strip window is
-//   whole rows, i.e. one range of memory: one 1-D bulk copy lands it as it lies (pitch
-//   = the W stride), read back at 2-byte alignment with the padding masked.
+// - SpanCopies: wherever no box applies (227: 454-byte fp16 rows TMA cannot cut; tiny
+//   images whose boxes are too tall) and the window's rows fit a raw slot. A window's
+//   rows lie in one range of memory from its first element to its last: one 1-D bulk
+//   copy lands the range as it lies (pitch = the W stride), read back at 2-byte
+//   alignment with what lies outside the window or the input masked.
 #pragma once
 
 #include <cstdint>
@@ -104,7 +106,9 @@ struct SpanCopies {
   static constexpr int kElem = int(sizeof(Raw));
   int pitch_bytes;  // the W stride
 
-  // Where `origin` lands in the slot; 32-bit arithmetic keeps its low bits.
+  // Where `origin` lands in the slot; 32-bit arithmetic keeps its low bits. The 16 is
+  // headroom, not a need: a copy starts at or after `origin` rounded down to 16 bytes,
+  // so origin % 16 alone would keep it in the slot (make_span_plan counts the 16).
   __device__ static int landing(const Problem& p, const Tile& tile, int channel) {
     const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
     const uint32_t element = uint32_t(tile.n) * uint32_t(p.in_stride[0]) +

@@ -26,7 +26,7 @@ namespace s2d {
 // places are the same every stage, yet in the element-load producers cheaper to work
 // out again (a multiply-high, a shift, a few adds) than to keep: held across the loop
 // they spill. The thread index goes through an empty asm each stage so the compiler
-// cannot hoist them. (The TMA producers keep their box offsets in shared memory.)
+// cannot hoist them. (The copy-staged producers keep their unit keys in shared memory.)
 __device__ __forceinline__ int opaque(int v) {
   asm volatile("" : "+r"(v));
   return v;

@@ -83,7 +83,7 @@ template <int kSlots>
 struct Ring {
   uint64_t full[kSlots];
   uint64_t empty[kSlots];
-  uint64_t landed[2];  // TMA staging: raw slot r's box has arrived
+  uint64_t landed[2];  // copy-engine staging: raw slot r's copy has arrived
   uint32_t votes[2];   // byte w: producer warp w's TileVotes over a tile's windows
   uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
 };
