@@ -250,7 +250,7 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
                        p.in_stride[0] % per_unit == 0;
   // The skew (box_skew) is at most per_unit - 2: the window starts 2 columns before a cell.
   box.cols = (per_unit - 2 + kStride * plan.wv + per_unit - 1) / per_unit * per_unit;
-  box.rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  box.rows = window_rows(plan);
   box.in_units = box.cols > kMaxBoxDim;
   // float32 boxes in units measured slower than element loads (256, 512: 1.01-1.50x;
   // perf-notes v21): 16-byte units are twice as many per box as for 16-bit elements.
@@ -284,7 +284,7 @@ bool make_span_plan(const Problem& p, Plan& plan) {
       p.in_stride[0] < 0) {
     return false;
   }
-  const int64_t rows = kStride * ((plan.cells + plan.wv - 1) / plan.wv);
+  const int64_t rows = window_rows(plan);
   const int64_t farthest = 32 + elem * ((rows - 1) * p.in_stride[2] + kStride * plan.wv) + 16;
   if (farthest > raw_slot_bytes(p)) return false;
   const int64_t last = (p.batch - 1) * p.in_stride[0] + (kInChannels - 1) * p.in_stride[1] +
