@@ -9,7 +9,7 @@
 #
 # A variant is name[:extra CUDA flags][@patch[+patch...] applied with -p1]; commas in the
 # flags stand for spaces (-DA=1,-DB=2). The first variant is the base the ratios divide by.
-# A case is mode:size:batch, mode one of fp32, tf32, fp16, bf16 (ab_time.py). Set ALEXCONV_CUDA_KERNEL to force a kernel path in every variant.
+# A case is mode:size:batch[:cl|:wcl], mode one of fp32, tf32, fp16, bf16; :cl a channels_last input, :wcl a channels_last weight (ab_time.py). Set ALEXCONV_CUDA_KERNEL to force a kernel path in every variant.
 # Needs a CUDA torch; logs and JSON go to $OUT (the device tool's folder) or build/ab.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

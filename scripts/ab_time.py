@@ -8,7 +8,10 @@ fp64 reference (its first 8 images: an fp64 convolution of a whole batch takes s
 the median time (scripts/benchmark.py's timer: triton's do_bench where importable, else CUDA
 events); the table keeps the best median over rounds.
 
-    python scripts/ab_time.py --cases fp32:224:256 fp16:224:8 base=build/a/libalexconv.so new=...
+    python scripts/ab_time.py --cases fp32:224:256 fp16:224:8:cl base=build/a/libalexconv.so new=...
+
+A case is mode:size:batch, with :cl appended for a channels_last input (and output), :wcl
+for an NCHW input with a channels_last weight (and output).
 """
 from __future__ import annotations
 
@@ -34,12 +37,16 @@ def run_worker(library: str, cases: list[str]) -> list[dict]:
     torch.ops.load_library(library)
     results = []
     for case in cases:
-        mode, size, batch = case.split(":")
+        mode, size, batch, *layout = case.split(":")
         dtype_name, tf32 = MODES[mode]
         dtype = getattr(torch, dtype_name)
         conv = nn.Conv2d(3, 96, 11, stride=4, padding=2).cuda()
         x = torch.rand(int(batch), 3, int(size), int(size), device="cuda")
+        if layout == ["cl"]:
+            x = x.contiguous(memory_format=torch.channels_last)
         w, b = conv.weight.detach(), conv.bias.detach()
+        if layout == ["wcl"]:
+            w = w.contiguous(memory_format=torch.channels_last)
         xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
         out = torch.ops.alexconv.conv1(xd, wd, bd, allow_tf32=tf32)
         ref = F.conv2d(xd[:8].double(), wd.double(), bd.double(), stride=4, padding=2)
@@ -56,14 +63,15 @@ def run_worker(library: str, cases: list[str]) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variants", nargs="*", help="name=path/to/libalexconv.so; the first is the base")
-    ap.add_argument("--cases", nargs="+", default=["fp32:224:256"], help="mode:size:batch")
+    ap.add_argument("--cases", nargs="+", default=["fp32:224:256"], help="mode:size:batch[:cl|:wcl]")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", help="write every measurement here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one library, one process
     args = ap.parse_args()
     for case in args.cases:
-        if len(case.split(":")) != 3 or case.split(":")[0] not in MODES:
-            ap.error(f"case {case!r}: expected mode:size:batch with mode in {sorted(MODES)}")
+        fields = case.split(":")
+        if len(fields) not in (3, 4) or fields[0] not in MODES or fields[3:] not in ([], ["cl"], ["wcl"]):
+            ap.error(f"case {case!r}: expected mode:size:batch[:cl|:wcl] with mode in {sorted(MODES)}")
     if args.worker:
         print(json.dumps(run_worker(args.worker, args.cases)))
         return 0

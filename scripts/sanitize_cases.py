@@ -12,8 +12,9 @@ float32 with allow_tf32 (its TMA variants, two sets), 10 of 227x227 in 16 bits a
 float32 with allow_tf32 (rows TMA cannot cut: its row-span variants, two sets; auto takes
 them too at that batch; the input ends 12 (bf16) or 8 (float32) bytes past a 16-byte boundary), 8 of 256x256
 in float32 with allow_tf32 (element loads, two sets), plans of several strips, and
-channels_last inputs (their outputs too; element loads) in 16 bits (the kernels built for
-such outputs) and float32. --long-runs runs one float32 case of 400
+channels_last inputs (their outputs too): in 16 bits and in float32 with allow_tf32 one
+copy per tile of its three channels' rows (the 16-bit kernels built for such outputs; at
+227 the input ends 8 bytes past a 16-byte boundary), in float32 element loads. --long-runs runs one float32 case of 400
 images of 256x256, where the register-gather kernel's CTAs take contiguous runs of over 64
 tiles (too long for racecheck; memcheck, with ALEXCONV_CUDA_KERNEL=wgmma: auto takes the
 space-to-depth kernel for it on Hopper).
@@ -45,6 +46,7 @@ MANY_TILES = [((16, 224, 224), (torch.float32, False), "nchw"),
               ((8, 256, 256), (torch.float32, True), "nchw"),
               ((2, 512, 512), (torch.float16, False), "nchw"),
               ((10, 224, 224), (torch.float16, False), "nhwc"),
+              ((10, 227, 227), (torch.float32, True), "nhwc"),
               ((6, 224, 224), (torch.float32, False), "nhwc")]
 LONG_RUNS = [((400, 256, 256), (torch.float32, True), "nchw")]
 LIMITS = {(torch.float32, False): 1e-5, (torch.float32, True): 1e-3,

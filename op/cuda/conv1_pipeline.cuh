@@ -117,6 +117,17 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
 #endif
 }
 
+// Asks for `bytes` contiguous bytes of global memory (16-byte aligned start and size)
+// to be brought into L2; nothing to wait on (sm_90).
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+#else
+  (void)src, (void)bytes;
+  __trap();
+#endif
+}
+
 // Orders this thread's shared-memory accesses through the generic proxy before
 // later ones through the async proxy (TMA copies, wgmma operand reads) (sm_90).
 __device__ __forceinline__ void fence_async_proxy() {

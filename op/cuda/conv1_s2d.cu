@@ -48,9 +48,9 @@ namespace s2d {
 namespace {
 
 // How the producers stage a window: element loads through registers, or a copy into a
-// raw slot (conv1_s2d_copies.cuh) -- a TMA box, or a row span where rows are not
-// 16-byte aligned.
-enum class Source { kLoads, kBoxes, kSpans };
+// raw slot (conv1_s2d_copies.cuh) -- a TMA box, a row span where rows are not 16-byte
+// aligned, or for channels_last inputs a row span of a tile's three channels at once.
+enum class Source { kLoads, kBoxes, kSpans, kPixelSpans };
 
 // Where the consumers run two accumulator sets (consume_overlapped), setmaxnreg
 // moving registers from the producers (80) to them (144). Chosen per kernel by
@@ -77,7 +77,14 @@ struct RegisterSplit {
   static_assert(kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
 };
 
-template <class Mode>
+// The opt-in shared memory per block of every sm_90 part (227 KB).
+constexpr size_t kHopperSmemPerBlock = 232448;
+
+// Raw slots (modes with any): two of a (tile, channel) window each, one landing while
+// the other is read; for a tile's three interleaved windows (kPixelSpans) one, as large
+// as what the rest leaves of kHopperSmemPerBlock (41600 bytes beside 16-bit operands,
+// 79232 beside float32 multiplied as fp16).
+template <class Mode, Source kSource>
 struct SmemLayout {
   static constexpr size_t kB = size_t(kInChannels) * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
   static constexpr size_t kTapsAt = kB;
@@ -85,16 +92,22 @@ struct SmemLayout {
   static constexpr size_t kRingAt = kBiasAt + kOutChannels * sizeof(float);
   static constexpr size_t kSlotsAt = (kRingAt + sizeof(Ring<Staged<Mode>::kSlots>) + 127) / 128 * 128;
   static constexpr size_t kRawAt = kSlotsAt + size_t(Staged<Mode>::kSlots) * Staged<Mode>::kSlotBytes;
-  static constexpr size_t kStagedAt =
-      kRawAt + size_t(Staged<Mode>::kRawSlots) * Staged<Mode>::kRawSlotBytes;
-  static constexpr size_t kUnitKeysAt =
-      kStagedAt +
-      (Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+  static constexpr size_t kStagedBytes =
+      Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0;
   // Staging through the copy engine: each producer thread's unit keys (produce_copied).
-  static constexpr size_t kTotal =
-      kUnitKeysAt +
-      (Staged<Mode>::kRawSlots > 0 ? kMaxUnitsPerThread * kProducerThreads * sizeof(uint32_t) : 0);
+  static constexpr size_t kUnitKeysBytes =
+      Staged<Mode>::kRawSlots > 0 ? kMaxUnitsPerThread * kProducerThreads * sizeof(uint32_t) : 0;
+  static constexpr bool kTileCopies = kSource == Source::kPixelSpans;
+  static constexpr int kRawSlots = kTileCopies ? 1 : Staged<Mode>::kRawSlots;
+  static constexpr int kRawSlotBytes =
+      kTileCopies ? int((kHopperSmemPerBlock - kRawAt - kStagedBytes - kUnitKeysBytes) / 128 * 128)
+                  : Staged<Mode>::kRawSlotBytes;
+  static constexpr size_t kStagedAt = kRawAt + size_t(kRawSlots) * kRawSlotBytes;
+  static constexpr size_t kUnitKeysAt = kStagedAt + kStagedBytes;
+  static constexpr size_t kTotal = kUnitKeysAt + kUnitKeysBytes;
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
+  static_assert(!kTileCopies || (Staged<Mode>::kRawSlots > 0 && kTotal <= kHopperSmemPerBlock),
+                "tile copies only beside modes with raw slots");
 };
 
 // ---- the kernel ---------------------------------------------------------------
@@ -119,7 +132,7 @@ template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
-  using Layout = SmemLayout<Mode>;
+  using Layout = SmemLayout<Mode, kSource>;
   using Raw = typename Mode::Raw;
   using Split = RegisterSplit<Mode, kSource, kUnits>;
   constexpr int kSlots = Staged<Mode>::kSlots;
@@ -181,16 +194,17 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   } else {
     if constexpr (Split::kOverlap) wgmma::setmaxnreg_dec<Split::kProducer>();
     if constexpr (kSource != Source::kLoads) {
-      static_assert(Staged<Mode>::kRawSlots == 2, "copies land in the raw slots");
+      static_assert(Layout::kRawSlots > 0, "copies land in the raw slots");
+      constexpr int kRawSlots = Layout::kRawSlots, kRawSlotBytes = Layout::kRawSlotBytes;
       uint32_t* unit_keys = reinterpret_cast<uint32_t*>(smem + Layout::kUnitKeysAt);
       if constexpr (kSource == Source::kBoxes) {
         const BoxCopies<Raw> boxes{&map, int(plan.box_cols * int64_t(sizeof(Raw)))};
-        produce_copied<Mode, T, kUnits>(p, plan, boxes, slots, smem + Layout::kRawAt, unit_keys,
-                                        ring, warp - kConsumerWarps, lane);
+        produce_copied<Mode, T, kUnits, kRawSlots, kRawSlotBytes>(
+            p, plan, boxes, slots, smem + Layout::kRawAt, unit_keys, ring, warp - kConsumerWarps, lane);
       } else {
-        const SpanCopies<Raw> spans{int(p.in_stride[2] * int64_t(sizeof(Raw)))};
-        produce_copied<Mode, T, kUnits>(p, plan, spans, slots, smem + Layout::kRawAt, unit_keys,
-                                        ring, warp - kConsumerWarps, lane);
+        const SpanCopies<Raw, kSource == Source::kPixelSpans> spans{int(p.in_stride[2] * int64_t(sizeof(Raw)))};
+        produce_copied<Mode, T, kUnits, kRawSlots, kRawSlotBytes>(
+            p, plan, spans, slots, smem + Layout::kRawAt, unit_keys, ring, warp - kConsumerWarps, lane);
       }
     } else {
       produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
@@ -198,20 +212,22 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   }
 }
 
-template <class Mode>
+// What every kernel of the mode needs (those of kPixelSpans need more).
+template <class Mode, Source kSource = Source::kLoads>
 constexpr size_t smem_bytes() {
-  return SmemLayout<Mode>::kTotal;
+  return SmemLayout<Mode, kSource>::kTotal;
 }
 
 template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
 cudaError_t launch_layout(const Problem& p, const Plan& plan, const WindowMap& map,
                           const DeviceInfo& device, cudaStream_t stream) {
   constexpr auto kernel = conv1_s2d_kernel<Mode, T, kSource, kUnits, kPixelMajor>;
+  constexpr size_t kSmem = smem_bytes<Mode, kSource>();
   int per_sm = 0;
-  const cudaError_t err = resident_ctas_per_sm<kernel>(smem_bytes<Mode>(), kTileThreads, per_sm);
+  const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
-  kernel<<<unsigned(grid), kTileThreads, smem_bytes<Mode>(), stream>>>(p, plan, map);
+  kernel<<<unsigned(grid), kTileThreads, kSmem, stream>>>(p, plan, map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
@@ -225,9 +241,10 @@ cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& m
 }
 
 // A raw slot's bytes for this problem's dtype (modes with raw slots).
+template <Source kSource>
 int64_t raw_slot_bytes(const Problem& p) {
-  return p.dtype == DType::kFloat32 ? Staged<mma::HalfOfFloat>::kRawSlotBytes
-                                    : Staged<mma::Half<false>>::kRawSlotBytes;
+  return p.dtype == DType::kFloat32 ? SmemLayout<mma::HalfOfFloat, kSource>::kRawSlotBytes
+                                    : SmemLayout<mma::Half<false>, kSource>::kRawSlotBytes;
 }
 
 // TMA staging for the modes with raw slots (16-bit inputs, float32 with allow_tf32):
@@ -256,7 +273,7 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   // perf-notes v21): 16-byte units are twice as many per box as for 16-bit elements.
   const bool units_ok = p.in_w % per_unit == 0 && box.cols / per_unit <= kMaxBoxDim && elem == 2;
   return aligned && (!box.in_units || units_ok) && box.rows <= kMaxBoxDim &&
-         box.cols * box.rows * elem <= raw_slot_bytes(p);
+         box.cols * box.rows * elem <= raw_slot_bytes<Source::kBoxes>(p);
 }
 
 // Sets the plan's box and encodes `map` where TMA staging applies.
@@ -272,23 +289,29 @@ bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
   return true;
 }
 
-// Row-span staging (SpanCopies) where no box applies: unit-stride rows, the input
+// Row-span staging (SpanCopies) where no box applies: unit-stride rows (kSpans) or
+// channels_last pixels (kPixelSpans: column stride 3, channel stride 1), the input
 // 16-byte aligned (a window's first byte aligned down stays in it), and the farthest
-// byte a stage's copy writes or its reads reach inside a raw slot (the landing offset
-// is below 32, a 16-bit row read reaches 12 bytes past its first element).
+// byte a copy writes or a read reaches inside a raw slot (the landing offset is below
+// 32, a 16-bit row read reaches 12 bytes past its first element).
+template <Source kSource>
 bool make_span_plan(const Problem& p, Plan& plan) {
+  static_assert(kSource == Source::kSpans || kSource == Source::kPixelSpans, "row spans");
   if (p.dtype == DType::kFloat32 && !p.allow_tf32) return false;  // bf16x3: no raw slots
   const int64_t elem = element_bytes(p.dtype);
   const uintptr_t input = reinterpret_cast<uintptr_t>(p.input);
-  if (p.in_stride[3] != 1 || input % 16 != 0 || p.in_stride[2] < 0 || p.in_stride[1] < 0 ||
-      p.in_stride[0] < 0) {
+  const int64_t column_stride = kSource == Source::kPixelSpans ? kInChannels : 1;
+  const bool layout = kSource == Source::kPixelSpans ? p.in_stride[3] == kInChannels && p.in_stride[1] == 1
+                                                     : p.in_stride[3] == 1;
+  if (!layout || input % 16 != 0 || p.in_stride[2] < 0 || p.in_stride[1] < 0 || p.in_stride[0] < 0) {
     return false;
   }
   const int64_t rows = window_rows(plan);
-  const int64_t farthest = 32 + elem * ((rows - 1) * p.in_stride[2] + kStride * plan.wv) + 16;
-  if (farthest > raw_slot_bytes(p)) return false;
+  const int64_t farthest =
+      32 + elem * ((rows - 1) * p.in_stride[2] + column_stride * kStride * plan.wv) + 16;
+  if (farthest > raw_slot_bytes<kSource>(p)) return false;
   const int64_t last = (p.batch - 1) * p.in_stride[0] + (kInChannels - 1) * p.in_stride[1] +
-                       (p.in_h - 1) * p.in_stride[2] + (p.in_w - 1);
+                       (p.in_h - 1) * p.in_stride[2] + (p.in_w - 1) * p.in_stride[3];
   plan.box_rows = rows;
   plan.span_end = int64_t((input + uintptr_t(elem * (last + 1))) & ~uintptr_t(15));
   return true;
@@ -305,8 +328,18 @@ cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device
     // Spans for the windows of up to 384 cells alone (227, and the narrower images): one
     // kernel per dtype rather than three.
     if constexpr (kUnits == kFewestUnits) {
-      if (make_span_plan(p, plan)) {
+      if (make_span_plan<Source::kSpans>(p, plan)) {
         return launch_kernel<Mode, T, Source::kSpans, kUnits>(p, plan, map, device, stream);
+      }
+    }
+    // channels_last inputs with windows of up to 448 cells (224, 227, 256), whose
+    // outputs are channels_last too (16-bit: only kernels for those).
+    if constexpr (kUnits <= kFewestUnits + 1) {
+      constexpr bool kPixelMajor = kPixelMajorKernels<Mode>;
+      if ((!kPixelMajor || p.out_pixel_major) &&
+          smem_bytes<Mode, Source::kPixelSpans>() <= device.max_smem_per_block_optin &&
+          make_span_plan<Source::kPixelSpans>(p, plan)) {
+        return launch_layout<Mode, T, Source::kPixelSpans, kUnits, kPixelMajor>(p, plan, map, device, stream);
       }
     }
   }

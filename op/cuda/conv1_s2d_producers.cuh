@@ -225,28 +225,33 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
 }
 
 // Producer warps, staging through the copy engine (Copies: BoxCopies or SpanCopies,
-// conv1_s2d_copies.cuh): one thread keeps two windows in flight; all 128 permute
-// each landed one into records (no global addresses). A stage's shared loads all go
-// out before its slot is awaited and written.
-template <class Mode, DType T, int kUnits, class Copies>
+// conv1_s2d_copies.cuh): one thread keeps a copy in flight in each of the kRawSlots raw
+// slots; all 128 permute each landed one into records (no global addresses). A copy
+// serves Copies::kStagesPerCopy stages in a row (one channel's window, or a tile's three
+// interleaved), and the next copy into its slot goes out once they are all staged. A
+// stage's shared loads all go out before its slot is awaited and written.
+template <class Mode, DType T, int kUnits, int kRawSlots, int kRawSlotBytes, class Copies>
 __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies& copies,
                                unsigned char* slots, unsigned char* raw, uint32_t* unit_keys,
                                Ring<Staged<Mode>::kSlots>& ring, int warp, int lane) {
-  constexpr int kRawSlotBytes = Staged<Mode>::kRawSlotBytes;
+  constexpr int kStagesPerCopy = Copies::kStagesPerCopy;
+  static_assert(kStagesPerCopy == 1 || kStagesPerCopy == kInChannels, "copies hold one stage or one tile");
+  static_assert(kRawSlots <= 2, "Ring::landed has two barriers");
   const int thread = warp * 32 + lane;
   StageCursor<Plan> at(plan), copy(plan);
   RingPos<Staged<Mode>::kSlots> pos;
-  RingPos<2> raw_pos, copy_pos;
+  RingPos<kRawSlots> raw_pos, copy_pos;
   const auto issue_next = [&] {
     if (thread == 0 && copy.valid(plan)) {
       copies.issue(raw + copy_pos.slot * kRawSlotBytes, p, plan, copy.tile, copy.channel,
                    &ring.landed[copy_pos.slot]);
     }
-    copy.advance(plan);
+#pragma unroll
+    for (int s = 0; s < kStagesPerCopy; ++s) copy.advance(plan);
     copy_pos.advance();
   };
-  issue_next();
-  issue_next();
+#pragma unroll
+  for (int r = 0; r < kRawSlots; ++r) issue_next();
   // What a unit's reads need is the same every stage but takes a division to find:
   // worked out once, into shared memory (kept in registers, it pushes the producers
   // past their 80), and read back by the same thread each stage before its window is
@@ -259,12 +264,19 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
   const int last_unit = 2 * int(plan.cells) - 1;
   ExactTiles exact;
   while (at.valid(plan)) {
+    // Copies of a tile's three stages start with its first (StageCursor walks channels).
+    const bool first_of_copy = kStagesPerCopy == 1 || at.channel == 0;
+    const bool last_of_copy = kStagesPerCopy == 1 || at.channel == kInChannels - 1;
     uint32_t key[kUnits];
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) key[k] = own_keys[k * kProducerThreads];
     const typename Copies::Stage stage =
         copies.stage(raw + raw_pos.slot * kRawSlotBytes, p, at.tile, at.channel);
-    barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
+    if constexpr (kStagesPerCopy > 1) {
+      // The copy cursor is a tile ahead: its copy goes out once this tile is staged.
+      if (first_of_copy && thread == 0 && copy.valid(plan)) copies.prefetch(p, plan, copy.tile);
+    }
+    if (first_of_copy) barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
     HalfMagnitudes<Mode> halves;
     uint4 record[kUnits];
 #pragma unroll
@@ -286,13 +298,15 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
     // The records were written through the generic proxy (wgmma reads them through
     // the async proxy), and the window was read through it before a copy overwrites it.
     fence_async_proxy();
-    producer_barrier();  // every producer is done with the window
-    issue_next();
+    if (last_of_copy) {
+      producer_barrier();  // every producer is done with the window
+      issue_next();
+    }
     barrier_arrive(&ring.full[pos.slot]);
     if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
-    raw_pos.advance();
+    if (last_of_copy) raw_pos.advance();
   }
 }
 
