@@ -317,6 +317,20 @@ bool make_span_plan(const Problem& p, Plan& plan) {
   return true;
 }
 
+// Whether a channels_last input takes one copy per tile (kPixelSpans), planning it: windows
+// of up to 448 cells (224, 227, 256), outputs channels_last too where the mode has kernels
+// of their own for those (16-bit), and the layout, alignment and slot make_span_plan asks.
+template <class Mode>
+bool pixel_spans_apply(const Problem& p, Plan& plan, const DeviceInfo& device) {
+  if constexpr (Staged<Mode>::kRawSlots == 0) {
+    return false;
+  } else {
+    return units_per_thread(plan) <= kFewestUnits + 1 && (!kPixelMajorKernels<Mode> || p.out_pixel_major) &&
+           smem_bytes<Mode, Source::kPixelSpans>() <= device.max_smem_per_block_optin &&
+           make_span_plan<Source::kPixelSpans>(p, plan);
+  }
+}
+
 template <class Mode, DType T, int kUnits>
 cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
@@ -332,14 +346,10 @@ cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device
         return launch_kernel<Mode, T, Source::kSpans, kUnits>(p, plan, map, device, stream);
       }
     }
-    // channels_last inputs with windows of up to 448 cells (224, 227, 256), whose
-    // outputs are channels_last too (16-bit: only kernels for those).
-    if constexpr (kUnits <= kFewestUnits + 1) {
-      constexpr bool kPixelMajor = kPixelMajorKernels<Mode>;
-      if ((!kPixelMajor || p.out_pixel_major) &&
-          smem_bytes<Mode, Source::kPixelSpans>() <= device.max_smem_per_block_optin &&
-          make_span_plan<Source::kPixelSpans>(p, plan)) {
-        return launch_layout<Mode, T, Source::kPixelSpans, kUnits, kPixelMajor>(p, plan, map, device, stream);
+    if constexpr (kUnits <= kFewestUnits + 1) {  // no kPixelSpans kernels for wider windows
+      if (pixel_spans_apply<Mode>(p, plan, device)) {
+        return launch_layout<Mode, T, Source::kPixelSpans, kUnits, kPixelMajorKernels<Mode>>(p, plan, map,
+                                                                                            device, stream);
       }
     }
   }
@@ -391,11 +401,14 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   const WindowStaging other = igemm_window_staging(p, device);
   const bool unit_stride = p.in_stride[3] == 1;
   // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads
-  // them over more CTAs -- unless it loads 16-bit unit-stride rows element by element
-  // (rows not 4-byte aligned, as at 227): there this kernel takes 0.52-0.61x the time
-  // at batch 1-8.
+  // them over more CTAs -- unless it loads 16-bit elements one by one where this kernel
+  // copies: unit-stride rows not 4-byte aligned (227; 0.52-0.61x the time at batch 1-8)
+  // and channels_last pixels (224: 0.57-0.75x at batch 1-16, perf-notes v31; TF32 there
+  // measured 0.88-1.08x and stays).
   if (plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
-    return p.dtype != DType::kFloat32 && other == WindowStaging::kRegisters && unit_stride;
+    if (p.dtype == DType::kFloat32 || other != WindowStaging::kRegisters) return false;
+    s2d::Plan copied = plan;
+    return unit_stride || s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device);  // bf16: same layout
   }
   // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
   if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;

@@ -298,11 +298,10 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
     // The records were written through the generic proxy (wgmma reads them through
     // the async proxy), and the window was read through it before a copy overwrites it.
     fence_async_proxy();
-    if (last_of_copy) {
-      producer_barrier();  // every producer is done with the window
-      issue_next();
-    }
+    if (last_of_copy) producer_barrier();  // every producer is done with the window
+    // The records are in: the consumers need not wait for the next copy's issue.
     barrier_arrive(&ring.full[pos.slot]);
+    if (last_of_copy) issue_next();
     if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
