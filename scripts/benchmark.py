@@ -99,6 +99,8 @@ def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool) -
         Contender("alexconv bf16", torch.bfloat16, "bf16", "alexconv", alex(torch.bfloat16)),
         # channels_last input and weight (NHWC output), beside cuDNN's NHWC rows.
         Contender("alexconv fp32 NHWC", torch.float32, "fp32", "alexconv", alex(torch.float32, False, True)),
+        Contender("alexconv fp32 tf32 NHWC", torch.float32, "fp32/tf32", "alexconv",
+                  alex(torch.float32, True, True)),
         Contender("alexconv fp16 NHWC", torch.float16, "fp16", "alexconv", alex(torch.float16, False, True)),
     ]
     for layout, cl in (("NCHW", False), ("NHWC", True)):

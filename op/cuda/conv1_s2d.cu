@@ -401,14 +401,18 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   const WindowStaging other = igemm_window_staging(p, device);
   const bool unit_stride = p.in_stride[3] == 1;
   // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads
-  // them over more CTAs -- unless it loads 16-bit elements one by one where this kernel
-  // copies: unit-stride rows not 4-byte aligned (227; 0.52-0.61x the time at batch 1-8)
-  // and channels_last pixels (224: 0.57-0.75x at batch 1-16, perf-notes v31; TF32 there
-  // measured 0.88-1.08x and stays).
+  // them over more CTAs -- unless it stages element by element (16-bit loads, float32
+  // 4-byte copies) where this kernel copies whole rows: 16-bit unit-stride rows not
+  // 4-byte aligned (227; 0.52-0.61x the time at batch 1-8) and channels_last pixels
+  // (perf-notes v31, batch 1-16 at 224, 227, 256: 16-bit 0.50-0.78x, TF32 0.66-0.97x but
+  // for 1.08x at 224 batch 8).
   if (plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
-    if (p.dtype == DType::kFloat32 || other != WindowStaging::kRegisters) return false;
     s2d::Plan copied = plan;
-    return unit_stride || s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device);  // bf16: same layout
+    if (p.dtype == DType::kFloat32) {
+      return p.allow_tf32 && s2d::pixel_spans_apply<mma::HalfOfFloat>(p, copied, device);
+    }
+    return other == WindowStaging::kRegisters &&
+           (unit_stride || s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device));  // bf16: same layout
   }
   // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
   if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;
