@@ -250,10 +250,10 @@ def test_rows_not_16_byte_aligned(dtype, allow_tf32, view, n):
 
 # channels_last inputs: a pixel's three channels lie side by side, so the space-to-depth
 # kernel stages a tile's three channel windows with one bulk copy of its rows (SpanCopies
-# with kAllChannels), read back 6 or 12 bytes per element apart. Batch 33 takes it in
-# auto; batch 1 and 3 where the kernel is forced (scripts/device_check.sh). The views: a
-# wider storage row (pitch), a 16-byte storage offset, and a one-element offset (not
-# 16-byte aligned: element loads). Large values at the input's first and last pixels
+# with kAllChannels), read back 6 or 12 bytes per element apart. Auto takes it at every
+# batch here (small batches too: s2d_preferred), as does scripts/device_check.sh's forced
+# run. The views: a wider storage row (pitch), a 16-byte storage offset, and a
+# one-element offset (not 16-byte aligned: element loads). Large values at the input's first and last pixels
 # (all channels) show one lost or misplaced. At 227 the input ends past a 16-byte
 # boundary (one image: 6 bytes in 16 bits, 12 in float32), where the copying thread
 # loads the last elements itself.
