@@ -1,53 +1,43 @@
-// CPU kernel: per output row, gather the 363 x Wo patch matrix once, then
-// multiply it by the weights with a register-blocked micro-kernel that the
-// compiler vectorises for AVX-512, AVX2+FMA or the baseline ISA (chosen at run
-// time). Float accumulation for every dtype; int64 indexing throughout.
+// CPU backend: splits the output into bands of rows and columns, stages each
+// band's input as zero-padded float, and runs the micro-kernel for this CPU's
+// instruction set on it (conv1_cpu_kernel.cpp). Float accumulation for every
+// dtype; int64 indexing throughout.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "../conv1_checks.h"
 #include "../conv1_geometry.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ALEXCONV_ISA_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ALEXCONV_ISA_CLONES
-#endif
+#include "conv1_cpu_kernel.h"
 
 namespace alexconv {
 namespace {
 
-// Micro-kernel tile: kChanBlock output channels x kPixBlock output pixels stay
-// in registers for the whole 363-long reduction.
-constexpr int64_t kChanBlock = 12;
-constexpr int64_t kPixBlock = 16;
-static_assert(kOutChannels % kChanBlock == 0, "channel blocks must tile 96");
+// A band is at most this many output rows by columns: its staged input (3 x 39 x 263
+// floats) stays in L2, and wide images need no more memory than narrow ones.
+constexpr int64_t kMaxBandRows = 8;
+constexpr int64_t kMaxBandCols = 64;
 
-// A row of kPixBlock floats. GCC/Clang vector extensions let every ISA clone of
-// the micro-kernel use its own register width (one zmm, two ymm or four xmm).
-typedef float PixVec __attribute__((vector_size(kPixBlock * sizeof(float))));
+// Input rows or columns that `outputs` consecutive output rows or columns read.
+constexpr int64_t window_extent(int64_t outputs) { return kStride * (outputs - 1) + kKernel; }
 
-// tile[c][x] = bias[c] + sum_k weight_t[k][c] * patch[k][x], for one tile.
-// patch rows have pitch `pitch` (a multiple of kPixBlock, zero padded).
-ALEXCONV_ISA_CLONES
-void multiply_tile(const float* weight_t, const float* bias, const float* patch,
-                   int64_t pitch, float* tile) {
-  PixVec acc[kChanBlock];
-  for (int64_t c = 0; c < kChanBlock; ++c) acc[c] = PixVec{} + bias[c];
-  for (int64_t k = 0; k < kTaps; ++k) {
-    PixVec p;
-    std::memcpy(&p, patch + k * pitch, sizeof(p));
-    const float* w = weight_t + k * kOutChannels;
-    for (int64_t c = 0; c < kChanBlock; ++c) acc[c] += w[c] * p;
+// Follows ATen's choice (ATEN_CPU_CAPABILITY overrides it, as for ATen's own kernels).
+cpu::Kernel select_kernel() {
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+  const std::string capability = at::get_cpu_capability();
+  if ((capability == "AVX2" || capability == "AVX512") && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma")) {
+    return cpu::avx2_kernel();
   }
-  std::memcpy(tile, acc, sizeof(acc));
+#endif
+  return cpu::baseline_kernel();
 }
 
 struct Strides4 {
@@ -56,68 +46,115 @@ struct Strides4 {
       : n(t.stride(0)), c(t.stride(1)), h(t.stride(2)), w(t.stride(3)) {}
 };
 
+// Weights as float in the kernel's packing; any weight strides (even zero) work.
 template <typename scalar_t>
-void conv1_cpu_impl(const at::Tensor& input, const at::Tensor& weight,
+std::vector<float> pack_weights(const at::Tensor& weight, int64_t channel_block) {
+  std::vector<float> packed(kOutChannels * kTaps);
+  const auto w = weight.accessor<scalar_t, 4>();
+  for (int64_t co = 0; co < kOutChannels; ++co) {
+    float* dst = packed.data() + (co / channel_block) * kTaps * channel_block + co % channel_block;
+    for (int64_t ci = 0; ci < kInChannels; ++ci)
+      for (int64_t r = 0; r < kKernel; ++r)
+        for (int64_t s = 0; s < kKernel; ++s)
+          dst[((ci * kKernel + r) * kKernel + s) * channel_block] =
+              static_cast<float>(w[co][ci][r][s]);
+  }
+  return packed;
+}
+
+template <typename scalar_t>
+std::vector<float> bias_as_float(const std::optional<at::Tensor>& bias) {
+  std::vector<float> out(kOutChannels, 0.f);
+  if (bias.has_value() && bias->defined()) {
+    const auto b = bias->accessor<scalar_t, 1>();
+    for (int64_t co = 0; co < kOutChannels; ++co) out[co] = static_cast<float>(b[co]);
+  }
+  return out;
+}
+
+// Copies input rows [iy0, iy0 + rows) x columns [ix0, ix0 + cols) of one image into
+// dst ([3][rows][cols], float), with zeros wherever that range leaves the image.
+template <typename scalar_t>
+void stage_input(const scalar_t* image, const Strides4& is, int64_t height, int64_t width,
+                 int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst) {
+  const int64_t x_begin = std::clamp<int64_t>(-ix0, 0, cols);
+  const int64_t x_end = std::clamp<int64_t>(width - ix0, x_begin, cols);
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t r = 0; r < rows; ++r, dst += cols) {
+      const int64_t iy = iy0 + r;
+      if (iy < 0 || iy >= height) {
+        std::fill(dst, dst + cols, 0.f);
+        continue;
+      }
+      std::fill(dst, dst + x_begin, 0.f);
+      std::fill(dst + x_end, dst + cols, 0.f);
+      const scalar_t* src = image + ci * is.c + iy * is.h + (ix0 + x_begin) * is.w;
+      if (std::is_same_v<scalar_t, float> && is.w == 1) {
+        std::memcpy(dst + x_begin, src, (x_end - x_begin) * sizeof(float));
+      } else {
+        for (int64_t x = x_begin; x < x_end; ++x, src += is.w) dst[x] = static_cast<float>(*src);
+      }
+    }
+  }
+}
+
+// Output rows per band: the most up to kMaxBandRows that still gives every thread
+// several bands. Results do not depend on it: each output is summed in one order.
+int64_t band_rows(int64_t batch, int64_t out_h, int64_t col_bands) {
+  int64_t rows = kMaxBandRows;
+  const int64_t wanted = 4 * at::get_num_threads();
+  while (rows > 1 && batch * col_bands * ((out_h + rows - 1) / rows) < wanted) rows /= 2;
+  return rows;
+}
+
+template <typename scalar_t>
+void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
                     const std::optional<at::Tensor>& bias, at::Tensor& out) {
   const int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
   const int64_t out_h = out.size(2), out_w = out.size(3);
-  const int64_t pitch = (out_w + kPixBlock - 1) / kPixBlock * kPixBlock;
+  const std::vector<float> weights = pack_weights<scalar_t>(weight, kernel.channel_block);
+  const std::vector<float> bias_f = bias_as_float<scalar_t>(bias);
 
-  // Weights transposed to [tap][channel] in float, so the micro-kernel reads a
-  // contiguous run of channels per tap. Any weight strides (even zero) work.
-  std::vector<float> weight_t(kTaps * kOutChannels);
-  {
-    const auto w = weight.accessor<scalar_t, 4>();
-    for (int64_t co = 0; co < kOutChannels; ++co)
-      for (int64_t ci = 0; ci < kInChannels; ++ci)
-        for (int64_t r = 0; r < kKernel; ++r)
-          for (int64_t s = 0; s < kKernel; ++s)
-            weight_t[((ci * kKernel + r) * kKernel + s) * kOutChannels + co] =
-                static_cast<float>(w[co][ci][r][s]);
-  }
-  std::vector<float> bias_f(kOutChannels, 0.f);
-  if (bias.has_value() && bias->defined()) {
-    const auto b = bias->accessor<scalar_t, 1>();
-    for (int64_t co = 0; co < kOutChannels; ++co) bias_f[co] = static_cast<float>(b[co]);
-  }
+  const int64_t col_bands = (out_w + kMaxBandCols - 1) / kMaxBandCols;
+  const int64_t max_rows = band_rows(batch, out_h, col_bands);
+  const int64_t row_bands = (out_h + max_rows - 1) / max_rows;
+  const int64_t max_cols = std::min(out_w, kMaxBandCols);
 
   const scalar_t* in_ptr = input.const_data_ptr<scalar_t>();
   scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
   const Strides4 is(input), os(out);
+  constexpr bool kFloatOut = std::is_same_v<scalar_t, float>;
 
-  // One task per (image, output row): big enough to amortise the gather.
-  at::parallel_for(0, batch * out_h, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> patch(kTaps * pitch, 0.f);
-    float tile[kChanBlock * kPixBlock];
+  at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> staged(kInChannels * window_extent(max_rows) * window_extent(max_cols));
+    // 16-bit outputs are computed into float first, then rounded once.
+    std::vector<float> out_f(kFloatOut ? 0 : kOutChannels * max_rows * max_cols);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / out_h, oy = item % out_h;
-      const scalar_t* img = in_ptr + n * is.n;
-      for (int64_t ci = 0; ci < kInChannels; ++ci) {
-        for (int64_t r = 0; r < kKernel; ++r) {
-          const int64_t iy = oy * kStride - kPad + r;
-          const bool row_ok = iy >= 0 && iy < height;
-          for (int64_t s = 0; s < kKernel; ++s) {
-            float* dst = patch.data() + ((ci * kKernel + r) * kKernel + s) * pitch;
-            for (int64_t ox = 0; ox < out_w; ++ox) {
-              const int64_t ix = ox * kStride - kPad + s;
-              dst[ox] = row_ok && ix >= 0 && ix < width
-                            ? static_cast<float>(img[ci * is.c + iy * is.h + ix * is.w])
-                            : 0.f;
-            }
-          }
-        }
+      const int64_t n = item / (row_bands * col_bands);
+      const int64_t y0 = item / col_bands % row_bands * max_rows;
+      const int64_t x0 = item % col_bands * kMaxBandCols;
+      const int64_t rows = std::min(max_rows, out_h - y0), cols = std::min(max_cols, out_w - x0);
+      const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
+      stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - kPad, in_rows,
+                  kStride * x0 - kPad, in_cols, staged.data());
+
+      scalar_t* out_band = out_ptr + n * os.n + y0 * os.h + x0 * os.w;
+      cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
+                     nullptr, 0, 0, 0};
+      if constexpr (kFloatOut) {
+        band.out = out_band;
+        band.out_channel = os.c, band.out_row = os.h, band.out_col = os.w;
+      } else {
+        band.out = out_f.data();
+        band.out_channel = rows * cols, band.out_row = cols, band.out_col = 1;
       }
-      scalar_t* out_row = out_ptr + n * os.n + oy * os.h;
-      for (int64_t co0 = 0; co0 < kOutChannels; co0 += kChanBlock) {
-        for (int64_t x0 = 0; x0 < out_w; x0 += kPixBlock) {
-          multiply_tile(weight_t.data() + co0, bias_f.data() + co0, patch.data() + x0,
-                        pitch, tile);
-          const int64_t xs = std::min(kPixBlock, out_w - x0);
-          for (int64_t c = 0; c < kChanBlock; ++c)
-            for (int64_t x = 0; x < xs; ++x)
-              out_row[(co0 + c) * os.c + (x0 + x) * os.w] =
-                  static_cast<scalar_t>(tile[c * kPixBlock + x]);
-        }
+      kernel.run_band(band, weights.data(), bias_f.data());
+      if constexpr (!kFloatOut) {
+        for (int64_t c = 0; c < kOutChannels; ++c)
+          for (int64_t y = 0; y < rows; ++y)
+            for (int64_t x = 0; x < cols; ++x)
+              out_band[c * os.c + y * os.h + x * os.w] =
+                  static_cast<scalar_t>(out_f[(c * rows + y) * cols + x]);
       }
     }
   });
@@ -128,9 +165,10 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
   check_conv1_args(input, weight, bias);
   at::Tensor out = conv1_empty_output(input, weight);
   if (out.numel() == 0) return out;
+  const cpu::Kernel kernel = select_kernel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(),
                                   "alexconv_conv1_cpu", [&] {
-                                    conv1_cpu_impl<scalar_t>(input, weight, bias, out);
+                                    conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, out);
                                   });
   return out;
 }

@@ -1,0 +1,42 @@
+// The CPU micro-kernel's interface. Plain C++ with no torch headers: its source is
+// compiled once per instruction set (CMakeLists.txt), and a header with inline
+// functions would let the linker keep an AVX2 copy for a baseline caller.
+#pragma once
+
+#include <cstdint>
+
+namespace alexconv::cpu {
+
+// Output pixels per micro-tile. A micro-tile also spans two vectors of output
+// channels: with 8-lane AVX2 that is 6 x 2 = 12 accumulator registers of 16.
+constexpr int64_t kTilePixels = 6;
+
+// Some output rows of one image, with their input already in float.
+struct Band {
+  // The input those rows read, zero-padded, [3][rows][row_pitch]: the window of
+  // the band's output pixel (y, x) starts at image + 4 * y * row_pitch + 4 * x.
+  const float* image;
+  int64_t plane_pitch, row_pitch;
+  int64_t out_rows, out_cols;
+  // Channel c of pixel (y, x) goes to out[c * out_channel + y * out_row + x * out_col].
+  float* out;
+  int64_t out_channel, out_row, out_col;
+};
+
+struct Kernel {
+  const char* isa;
+  // Output channels per micro-tile; weights are packed
+  // [kOutChannels / channel_block][kTaps][channel_block], taps in (ci, r, s) order.
+  int64_t channel_block;
+  // bias: kOutChannels floats (zeros where the call has none).
+  void (*run_band)(const Band& band, const float* packed_weights, const float* bias);
+};
+
+// SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
+Kernel baseline_kernel();
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+// AVX2 + FMA, built with -mavx2 -mfma; call only where the CPU has both.
+Kernel avx2_kernel();
+#endif
+
+}  // namespace alexconv::cpu
