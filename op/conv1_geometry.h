@@ -1,8 +1,10 @@
 // The fixed geometry of AlexNet's first convolution, in one place.
 //
 // Plain C++ with no torch headers so that the CUDA translation units (which must
-// compile against the CPU-only torch wheel too) share the same constants as the
-// CPU, CUDA host and Meta kernels.
+// compile against the CPU-only torch wheel too) and the CPU micro-kernel share the
+// same constants as the CPU, CUDA host and Meta kernels. The micro-kernel is built
+// once per instruction set: it must not instantiate conv1_out_size, whose copies
+// the linker would merge across those builds.
 #pragma once
 
 #include <cstdint>

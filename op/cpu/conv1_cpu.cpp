@@ -89,11 +89,13 @@ void stage_input(const scalar_t* image, const Strides4& is, int64_t height, int6
       std::fill(dst, dst + x_begin, 0.f);
       std::fill(dst + x_end, dst + cols, 0.f);
       const scalar_t* src = image + ci * is.c + iy * is.h + (ix0 + x_begin) * is.w;
-      if (std::is_same_v<scalar_t, float> && is.w == 1) {
-        std::memcpy(dst + x_begin, src, (x_end - x_begin) * sizeof(float));
-      } else {
-        for (int64_t x = x_begin; x < x_end; ++x, src += is.w) dst[x] = static_cast<float>(*src);
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        if (is.w == 1) {
+          std::memcpy(dst + x_begin, src, (x_end - x_begin) * sizeof(float));
+          continue;
+        }
       }
+      for (int64_t x = x_begin; x < x_end; ++x, src += is.w) dst[x] = static_cast<float>(*src);
     }
   }
 }
@@ -105,6 +107,33 @@ int64_t band_rows(int64_t batch, int64_t out_h, int64_t col_bands) {
   const int64_t wanted = 4 * at::get_num_threads();
   while (rows > 1 && batch * col_bands * ((out_h + rows - 1) / rows) < wanted) rows /= 2;
   return rows;
+}
+
+// For 16-bit outputs: computes the band into float scratch laid out like the output
+// (channels innermost for channels_last), then rounds it into place in that order.
+template <typename scalar_t>
+void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, const float* weights,
+                        const float* bias, float* scratch, scalar_t* out, const Strides4& os) {
+  const int64_t rows = band.out_rows, cols = band.out_cols;
+  const bool channels_last = os.c == 1;
+  band.out = scratch;
+  band.channel_stride = channels_last ? 1 : rows * cols;
+  band.row_stride = channels_last ? cols * kOutChannels : cols;
+  band.col_stride = channels_last ? kOutChannels : 1;
+  kernel.run_band(band, weights, bias);
+  auto round = [&](int64_t c, int64_t y, int64_t x) {
+    out[c * os.c + y * os.h + x * os.w] = static_cast<scalar_t>(
+        scratch[c * band.channel_stride + y * band.row_stride + x * band.col_stride]);
+  };
+  if (channels_last) {
+    for (int64_t y = 0; y < rows; ++y)
+      for (int64_t x = 0; x < cols; ++x)
+        for (int64_t c = 0; c < kOutChannels; ++c) round(c, y, x);
+  } else {
+    for (int64_t c = 0; c < kOutChannels; ++c)
+      for (int64_t y = 0; y < rows; ++y)
+        for (int64_t x = 0; x < cols; ++x) round(c, y, x);
+  }
 }
 
 template <typename scalar_t>
@@ -127,12 +156,12 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(max_rows) * window_extent(max_cols));
-    // 16-bit outputs are computed into float first, then rounded once.
+    // Float scratch for 16-bit outputs, which are rounded once at the end.
     std::vector<float> out_f(kFloatOut ? 0 : kOutChannels * max_rows * max_cols);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
       const int64_t y0 = item / col_bands % row_bands * max_rows;
-      const int64_t x0 = item % col_bands * kMaxBandCols;
+      const int64_t x0 = item % col_bands * max_cols;
       const int64_t rows = std::min(max_rows, out_h - y0), cols = std::min(max_cols, out_w - x0);
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
       stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - kPad, in_rows,
@@ -143,18 +172,10 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
                      nullptr, 0, 0, 0};
       if constexpr (kFloatOut) {
         band.out = out_band;
-        band.out_channel = os.c, band.out_row = os.h, band.out_col = os.w;
+        band.channel_stride = os.c, band.row_stride = os.h, band.col_stride = os.w;
+        kernel.run_band(band, weights.data(), bias_f.data());
       } else {
-        band.out = out_f.data();
-        band.out_channel = rows * cols, band.out_row = cols, band.out_col = 1;
-      }
-      kernel.run_band(band, weights.data(), bias_f.data());
-      if constexpr (!kFloatOut) {
-        for (int64_t c = 0; c < kOutChannels; ++c)
-          for (int64_t y = 0; y < rows; ++y)
-            for (int64_t x = 0; x < cols; ++x)
-              out_band[c * os.c + y * os.h + x * os.w] =
-                  static_cast<scalar_t>(out_f[(c * rows + y) * cols + x]);
+        compute_then_round(kernel, band, weights.data(), bias_f.data(), out_f.data(), out_band, os);
       }
     }
   });

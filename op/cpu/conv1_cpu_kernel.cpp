@@ -5,7 +5,8 @@
 // Output channels run along the vector lanes, so each tap's weights are two
 // vector loads and each input value is one broadcast that feeds two FMAs. Six
 // pixels x two vectors of channels stay in registers for the whole 363-tap
-// reduction; the six pixels need not share a row, so no lane is padding.
+// reduction. The six pixels need not share a row: only a band's last tile
+// computes padding (copies of its last pixel).
 #include <cstring>
 
 #include "../conv1_geometry.h"
@@ -45,9 +46,12 @@ inline Vec load(const float* p) {
 // on are duplicates that pad the last tile of a band; they are not stored.
 void multiply_tile(const float* const window[kTile], int pixels, const float* w,
                    const float* bias, int64_t plane_pitch, int64_t row_pitch,
-                   float* out, int64_t out_channel, const int64_t out_pixel[kTile]) {
+                   float* out, int64_t channel_stride, const int64_t out_pixel[kTile]) {
   const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
   Vec lo[kTile], hi[kTile];
+  // Unrolled whatever the optimisation level: a loop over lo[j] would put the
+  // accumulators on the stack.
+#pragma GCC unroll 6
   for (int j = 0; j < kTile; ++j) {
     lo[j] = bias_lo;
     hi[j] = bias_hi;
@@ -59,6 +63,7 @@ void multiply_tile(const float* const window[kTile], int pixels, const float* w,
       for (int64_t s = 0; s < kKernel; ++s) {
         const Vec w_lo = load(w), w_hi = load(w + kLanes);
         w += kChannelBlock;
+#pragma GCC unroll 6
         for (int j = 0; j < kTile; ++j) {
           const float x = window[j][row + s];
           lo[j] += w_lo * x;
@@ -67,10 +72,12 @@ void multiply_tile(const float* const window[kTile], int pixels, const float* w,
       }
     }
   }
-  for (int j = 0; j < pixels; ++j) {
+#pragma GCC unroll 6
+  for (int j = 0; j < kTile; ++j) {
+    if (j >= pixels) break;
     for (int l = 0; l < kLanes; ++l) {
-      out[l * out_channel + out_pixel[j]] = lo[j][l];
-      out[(l + kLanes) * out_channel + out_pixel[j]] = hi[j][l];
+      out[l * channel_stride + out_pixel[j]] = lo[j][l];
+      out[(l + kLanes) * channel_stride + out_pixel[j]] = hi[j][l];
     }
   }
 }
@@ -88,10 +95,10 @@ void run_band(const Band& band, const float* packed_weights, const float* bias) 
         const int64_t p = p0 + (j < count ? j : count - 1);
         const int64_t y = p / band.out_cols, x = p % band.out_cols;
         window[j] = band.image + kStride * (y * band.row_pitch + x);
-        out_pixel[j] = y * band.out_row + x * band.out_col;
+        out_pixel[j] = y * band.row_stride + x * band.col_stride;
       }
       multiply_tile(window, count, w, bias + c0, band.plane_pitch, band.row_pitch,
-                    band.out + c0 * band.out_channel, band.out_channel, out_pixel);
+                    band.out + c0 * band.channel_stride, band.channel_stride, out_pixel);
     }
   }
 }

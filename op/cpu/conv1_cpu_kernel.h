@@ -11,16 +11,17 @@ namespace alexconv::cpu {
 // channels: with 8-lane AVX2 that is 6 x 2 = 12 accumulator registers of 16.
 constexpr int64_t kTilePixels = 6;
 
-// Some output rows of one image, with their input already in float.
+// A block of output rows x columns of one image, with its input already in float.
 struct Band {
-  // The input those rows read, zero-padded, [3][rows][row_pitch]: the window of
-  // the band's output pixel (y, x) starts at image + 4 * y * row_pitch + 4 * x.
+  // The input the block reads, zero-padded, [3][rows][row_pitch]: the window of
+  // the block's output pixel (y, x) starts at image + 4 * y * row_pitch + 4 * x.
   const float* image;
   int64_t plane_pitch, row_pitch;
   int64_t out_rows, out_cols;
-  // Channel c of pixel (y, x) goes to out[c * out_channel + y * out_row + x * out_col].
+  // Channel c of pixel (y, x) goes to
+  // out[c * channel_stride + y * row_stride + x * col_stride].
   float* out;
-  int64_t out_channel, out_row, out_col;
+  int64_t channel_stride, row_stride, col_stride;
 };
 
 struct Kernel {
@@ -34,9 +35,8 @@ struct Kernel {
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
 Kernel baseline_kernel();
-#if defined(ALEXCONV_CPU_HAS_AVX2)
-// AVX2 + FMA, built with -mavx2 -mfma; call only where the CPU has both.
+// AVX2 + FMA, built with -mavx2 -mfma on x86-64 only (ALEXCONV_CPU_HAS_AVX2);
+// call only where the CPU has both.
 Kernel avx2_kernel();
-#endif
 
 }  // namespace alexconv::cpu
