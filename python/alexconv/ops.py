@@ -15,7 +15,7 @@ def conv1(
 
     Args:
         input: [N, 3, H, W] with H, W >= 7; float32, float16 or bfloat16; any strides
-            (contiguous NCHW is the fast layout on CUDA; channels_last takes 1.2-1.9x
+            (contiguous NCHW is the fast layout on CUDA; channels_last takes 1.1-1.5x
             its time, README "Speed").
         weight: [96, 3, 11, 11], same dtype and device as ``input``.
         bias: [96] or None.
