@@ -11,6 +11,7 @@ nn.Conv2d's default (F.conv2d, NCHW, float32) at the same batch and thread count
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 
 import torch
@@ -20,6 +21,16 @@ from torch.utils import benchmark
 import alexconv
 
 BASELINE = "F.conv2d fp32"
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in f if ":" in line)}
+        return ", ".join(f"{k} {fields[k]}" for k in ("model name", "cpu family", "model")
+                         if k in fields) or platform.machine()
+    except OSError:
+        return platform.processor() or platform.machine()
 
 
 def contenders(x, w, b):
@@ -44,7 +55,7 @@ def main() -> None:
     p.add_argument("--min-run-time", type=float, default=1.0, help="seconds per measurement")
     args = p.parse_args()
 
-    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+    print(f"{cpu_name()}, {os.cpu_count()} logical CPUs, torch {torch.__version__}, "
           f"ATen CPU capability {torch.backends.cpu.get_cpu_capability()}, "
           f"alexconv {alexconv.__version__}")
     gen = torch.Generator().manual_seed(0)
