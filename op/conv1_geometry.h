@@ -3,11 +3,17 @@
 // Plain C++ with no torch headers so that the CUDA translation units (which must
 // compile against the CPU-only torch wheel too) and the CPU micro-kernel share the
 // same constants as the CPU, CUDA host and Meta kernels. The micro-kernel is built
-// once per instruction set: it must not instantiate conv1_out_size, whose copies
-// the linker would merge across those builds.
+// once per instruction set: it must not call conv1_out_size or window_extent, whose
+// copies the linker would merge across those builds.
 #pragma once
 
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define ALEXCONV_HOST_DEVICE __host__ __device__
+#else
+#define ALEXCONV_HOST_DEVICE
+#endif
 
 namespace alexconv {
 
@@ -26,6 +32,11 @@ constexpr int64_t kMinInputSize = kKernel - 2 * kPad;
 template <typename T>
 T conv1_out_size(const T& in) {
   return (in - kMinInputSize) / kStride + 1;
+}
+
+// Input rows or columns that `out_extent` consecutive output rows or columns read.
+ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
+  return kStride * (out_extent - 1) + kKernel;
 }
 
 }  // namespace alexconv

@@ -25,9 +25,6 @@ namespace {
 constexpr int64_t kMaxBandRows = 8;
 constexpr int64_t kMaxBandCols = 64;
 
-// Input rows or columns that `outputs` consecutive output rows or columns read.
-constexpr int64_t window_extent(int64_t outputs) { return kStride * (outputs - 1) + kKernel; }
-
 // Follows ATen's choice (ATEN_CPU_CAPABILITY overrides it, as for ATen's own kernels).
 cpu::Kernel select_kernel() {
 #if defined(ALEXCONV_CPU_HAS_AVX2)
@@ -186,7 +183,7 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
   check_conv1_args(input, weight, bias);
   at::Tensor out = conv1_empty_output(input, weight);
   if (out.numel() == 0) return out;
-  const cpu::Kernel kernel = select_kernel();
+  static const cpu::Kernel kernel = select_kernel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(),
                                   "alexconv_conv1_cpu", [&] {
                                     conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, out);

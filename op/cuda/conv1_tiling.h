@@ -19,13 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-
-#if defined(__CUDACC__)
-#define ALEXCONV_HOST_DEVICE __host__ __device__
-#else
-#define ALEXCONV_HOST_DEVICE
-#endif
+#include "../conv1_geometry.h"  // also ALEXCONV_HOST_DEVICE, window_extent
 
 namespace alexconv {
 namespace cuda {
@@ -146,10 +140,6 @@ struct Tile {
   int64_t rows = 0, cols = 0;       // input window; rows == 0 for an empty tile
   Divider by_width;
 };
-
-ALEXCONV_HOST_DEVICE inline int64_t window_extent(int64_t out_extent) {
-  return kStride * (out_extent - 1) + kKernel;
-}
 
 // Windows travel in copy units of up to 16 bytes that start 16-byte aligned in
 // global memory. So a slot row holds input column ix0 + c at element `skew + c`,
