@@ -301,7 +301,9 @@ def environment(timer_desc: str, bw: Optional[float]) -> dict:
         "gpu_clocks_mhz (sm, max sm, mem)": cmd("nvidia-smi", f"--id=GPU-{torch.cuda.get_device_properties().uuid}",
                                                  "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem",
                                                  "--format=csv,noheader"),
-        "git": cmd("git", "rev-parse", "--short", "HEAD"), "timer": timer_desc,
+        # "-dirty" when the measured tree differs from its commit (the device's copy can carry an
+        # older .git than the working tree it measures)
+        "git": cmd("git", "describe", "--always", "--dirty"), "timer": timer_desc,
         "measured D2D copy bandwidth TB/s (read+write)": round(bw / 1e12, 3) if bw else None,
     }
 
