@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import os
 
 import torch
 
@@ -30,3 +31,16 @@ def load_library() -> str:
         torch.ops.load_library(path)
         _loaded = path
     return _loaded
+
+
+def cmake_prefix_path() -> str:
+    """Folder to put on ``CMAKE_PREFIX_PATH`` for ``find_package(alexconv)`` in a C++ project.
+
+    It holds the package's CMake files; they give the target ``alexconv::alexconv``
+    (this ``libalexconv.so`` and ``alexconv/conv1.h``). Like torch.utils.cmake_prefix_path.
+    """
+    folder = os.path.dirname(library_path())
+    config = os.path.join(folder, "share", "cmake", "alexconv", "alexconvConfig.cmake")
+    if not os.path.isfile(config):
+        raise FileNotFoundError(f"alexconv: {config} is missing; reinstall the package (see README.md)")
+    return folder
