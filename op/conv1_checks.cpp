@@ -1,10 +1,12 @@
 #include "conv1_checks.h"
 
 #include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
 #include <c10/core/SymBool.h>
 
 #include <array>
 #include <string>
+#include <string_view>
 
 #include "conv1_geometry.h"
 
@@ -16,6 +18,11 @@ bool holds(const c10::SymBool& condition) {
   return condition.guard_bool(__FILE__, __LINE__);
 }
 
+// Python's names (float32, not Float), as users write them.
+std::string_view dtype_name(at::ScalarType t) {
+  return c10::getDtypeNames(t).first;
+}
+
 bool is_supported_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
 }
@@ -23,10 +30,12 @@ bool is_supported_dtype(at::ScalarType t) {
 void check_plain_tensor(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.layout() == at::kStrided, "alexconv::conv1: ", name,
               " must be a dense (strided) tensor, got layout ", t.layout());
+  TORCH_CHECK(!t.is_nested(), "alexconv::conv1: ", name,
+              " must be a dense (strided) tensor, got a nested tensor");
   TORCH_CHECK(!t.is_quantized(), "alexconv::conv1: ", name,
-              " must not be quantized, got dtype ", t.scalar_type());
+              " must not be quantized, got dtype ", dtype_name(t.scalar_type()));
   TORCH_CHECK(is_supported_dtype(t.scalar_type()), "alexconv::conv1: ", name,
-              " must have dtype float32, float16 or bfloat16, got ", t.scalar_type());
+              " must have dtype float32, float16 or bfloat16, got ", dtype_name(t.scalar_type()));
 }
 
 template <size_t Rank>
@@ -67,8 +76,8 @@ void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
   check_shape<4>(weight, "weight", {kOutChannels, kInChannels, kKernel, kKernel});
 
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(),
-              "alexconv::conv1: weight must have the input's dtype ", input.scalar_type(),
-              ", got ", weight.scalar_type());
+              "alexconv::conv1: weight must have the input's dtype ", dtype_name(input.scalar_type()),
+              ", got ", dtype_name(weight.scalar_type()));
   TORCH_CHECK(weight.device() == input.device(),
               "alexconv::conv1: weight must be on the input's device ", input.device(),
               ", got ", weight.device());
@@ -78,8 +87,8 @@ void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
     check_plain_tensor(b, "bias");
     check_shape<1>(b, "bias", {kOutChannels});
     TORCH_CHECK(b.scalar_type() == input.scalar_type(),
-                "alexconv::conv1: bias must have the input's dtype ", input.scalar_type(),
-                ", got ", b.scalar_type());
+                "alexconv::conv1: bias must have the input's dtype ", dtype_name(input.scalar_type()),
+                ", got ", dtype_name(b.scalar_type()));
     TORCH_CHECK(b.device() == input.device(),
                 "alexconv::conv1: bias must be on the input's device ", input.device(),
                 ", got ", b.device());

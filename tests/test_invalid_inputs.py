@@ -71,6 +71,23 @@ def quantized(shape):
     return make
 
 
+def nested(*shapes, layout=torch.strided):
+    """Builder of a nested tensor of random components (the prototype API warns)."""
+    def make(d):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.nested.nested_tensor([torch.randn(s, device=d) for s in shapes], layout=layout)
+    return make
+
+
+def mkldnn(shape):
+    def make(d):
+        if not torch.backends.mkldnn.is_available():
+            pytest.skip("this torch has no MKL-DNN")
+        return torch.randn(*shape, device=d).to_mkldnn()
+    return make
+
+
 def on(device, shape):
     return lambda d: torch.randn(*shape, device=device)
 
@@ -93,8 +110,8 @@ def dtype_msg(name, got):
 
 
 W_SHAPE = "[96, 3, 11, 11]"
-BAD_DTYPES = [(torch.int32, "Int"), (torch.int64, "Long"), (torch.uint8, "Byte"),
-              (torch.bool, "Bool"), (torch.float64, "Double"), (torch.complex64, "ComplexFloat")]
+BAD_DTYPES = [(torch.int32, "int32"), (torch.int64, "int64"), (torch.uint8, "uint8"),
+              (torch.bool, "bool"), (torch.float64, "float64"), (torch.complex64, "complex64")]
 
 CASES = [
     # ---- input rank, channels, spatial size
@@ -127,16 +144,16 @@ CASES = [
            dtype_msg("input", name)) for dt, name in BAD_DTYPES],
     *[Case(f"weight_{dt}".replace("torch.", ""), call(w=rnd(96, 3, 11, 11, dtype=dt)),
            dtype_msg("weight", name)) for dt, name in BAD_DTYPES],
-    Case("bias_float64", call(b=rnd(96, dtype=torch.float64)), dtype_msg("bias", "Double")),
-    Case("bias_int64", call(b=rnd(96, dtype=torch.int64)), dtype_msg("bias", "Long")),
+    Case("bias_float64", call(b=rnd(96, dtype=torch.float64)), dtype_msg("bias", "float64")),
+    Case("bias_int64", call(b=rnd(96, dtype=torch.int64)), dtype_msg("bias", "int64")),
     # ---- mixed (supported) dtypes
     Case("input_f32_weight_f16", call(w=rnd(96, 3, 11, 11, dtype=torch.float16)),
-         r"^alexconv::conv1: weight must have the input's dtype Float, got Half$"),
+         r"^alexconv::conv1: weight must have the input's dtype float32, got float16$"),
     Case("input_f16_weight_bf16", call(x=rnd(2, 3, 19, 23, dtype=torch.float16),
                                        w=rnd(96, 3, 11, 11, dtype=torch.bfloat16)),
-         r"^alexconv::conv1: weight must have the input's dtype Half, got BFloat16$"),
+         r"^alexconv::conv1: weight must have the input's dtype float16, got bfloat16$"),
     Case("bias_bf16", call(b=rnd(96, dtype=torch.bfloat16)),
-         r"^alexconv::conv1: bias must have the input's dtype Float, got BFloat16$"),
+         r"^alexconv::conv1: bias must have the input's dtype float32, got bfloat16$"),
     # ---- mixed devices (the dispatcher picks the CUDA kernel, which must check)
     Case("input_cuda_weight_cpu", call(w=on("cpu", (96, 3, 11, 11))),
          r"^alexconv::conv1: weight must be on the input's device cuda:0, got cpu$", ("cuda",)),
@@ -162,10 +179,24 @@ CASES = [
     Case("bias_sparse_coo", call(b=lambda d: torch.randn(96, device=d).to_sparse()),
          r"^alexconv::conv1: bias must be a dense \(strided\) tensor, got layout Sparse",
          ("cpu", "cuda")),
+    Case("input_nested", call(x=nested((3, 19, 23), (3, 27, 31))),
+         r"^alexconv::conv1: input must be a dense \(strided\) tensor, got a nested tensor$", ("cpu", "cuda")),
+    Case("input_nested_requires_grad", call(x=lambda d: nested((3, 19, 23))(d).requires_grad_()),
+         r"^alexconv::conv1: input must be a dense \(strided\) tensor, got a nested tensor$", ("cpu", "cuda")),
+    Case("weight_nested", call(w=nested((96, 3, 11, 11))),
+         r"^alexconv::conv1: weight must be a dense \(strided\) tensor, got a nested tensor$", ("cpu", "cuda")),
+    Case("bias_nested", call(b=nested((96,))),
+         r"^alexconv::conv1: bias must be a dense \(strided\) tensor, got a nested tensor$", ("cpu", "cuda")),
+    Case("input_jagged", call(x=nested((3, 19, 23), (3, 27, 23), layout=torch.jagged)),
+         r"^alexconv::conv1: input must be a dense \(strided\) tensor, got layout Jagged$", ("cpu", "cuda")),
+    Case("input_mkldnn", call(x=mkldnn((2, 3, 19, 23))),
+         r"^alexconv::conv1: input must be a dense \(strided\) tensor, got layout Mkldnn$", ("cpu",)),
+    Case("weight_mkldnn", call(w=mkldnn((96, 3, 11, 11))),
+         r"^alexconv::conv1: weight must be a dense \(strided\) tensor, got layout Mkldnn$", ("cpu",)),
     Case("input_quantized", call(x=quantized((2, 3, 19, 23))),
-         r"^alexconv::conv1: input must not be quantized, got dtype QUInt8", ("cpu", "cuda")),
+         r"^alexconv::conv1: input must not be quantized, got dtype quint8", ("cpu", "cuda")),
     Case("weight_quantized", call(w=quantized((96, 3, 11, 11))),
-         r"^alexconv::conv1: weight must not be quantized, got dtype QUInt8", ("cpu", "cuda")),
+         r"^alexconv::conv1: weight must not be quantized, got dtype quint8", ("cpu", "cuda")),
 ]
 assert len({c.id for c in CASES}) == len(CASES) >= 25
 

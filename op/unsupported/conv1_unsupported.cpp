@@ -1,7 +1,7 @@
-// Layouts conv1 does not support -- sparse and quantized tensors -- carry their
-// own dispatch keys, so without a kernel here the dispatcher would answer with a
-// generic "could not run ... with arguments from the 'SparseCPU' backend". These
-// kernels run the shared checks instead, which name the offending argument.
+// Layouts conv1 does not support -- sparse, quantized, MKL-DNN and nested tensors --
+// carry their own dispatch keys, so without a kernel here the dispatcher would answer
+// with a generic "could not run ... with arguments from the 'SparseCPU' backend".
+// These kernels run the shared checks instead, which name the offending argument.
 #include <torch/library.h>
 
 #include "../conv1_checks.h"
@@ -12,7 +12,9 @@ namespace {
 at::Tensor conv1_unsupported(const at::Tensor& input, const at::Tensor& weight,
                              const std::optional<at::Tensor>& bias, bool /*allow_tf32*/) {
   check_conv1_args(input, weight, bias);
-  TORCH_CHECK(false, "alexconv::conv1: sparse and quantized tensors are not supported, got input ",
+  // Unreachable while the checks reject every layout registered below; a safety net
+  // for a key added here without a matching check.
+  TORCH_CHECK(false, "alexconv::conv1: this tensor layout is not supported, got input ",
               input.layout(), " ", input.scalar_type(), ", weight ", weight.layout(), " ",
               weight.scalar_type());
 }
@@ -26,3 +28,7 @@ TORCH_LIBRARY_IMPL(alexconv, SparseCsrCPU, m) { m.impl("conv1", &alexconv::conv1
 TORCH_LIBRARY_IMPL(alexconv, SparseCsrCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
 TORCH_LIBRARY_IMPL(alexconv, QuantizedCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
 TORCH_LIBRARY_IMPL(alexconv, QuantizedCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, MkldnnCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, NestedTensorCPU, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, NestedTensorCUDA, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
+TORCH_LIBRARY_IMPL(alexconv, AutogradNestedTensor, m) { m.impl("conv1", &alexconv::conv1_unsupported); }
