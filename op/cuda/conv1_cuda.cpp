@@ -46,7 +46,14 @@ KernelChoice kernel_choice() {
 cudaError_t launch(const cuda::Problem& p, cuda::DeviceInfo device, cudaStream_t stream) {
   const KernelChoice choice = kernel_choice();
   if (choice == KernelChoice::kDirect) return cuda::launch_conv1_direct(p, stream);
-  if (choice == KernelChoice::kAuto) return cuda::launch_conv1(p, device, stream);
+  if (choice == KernelChoice::kAuto) {
+    // The fastest path that can run the call (docs/perf-notes.md): the space-to-depth
+    // kernel where measured faster, else the register-gather implicit GEMM where its
+    // working set fits in shared memory, else the direct kernel.
+    if (cuda::s2d_preferred(p, device)) return cuda::launch_conv1_s2d(p, device, stream);
+    return cuda::igemm_supported(p, device) ? cuda::launch_conv1_igemm(p, device, stream)
+                                            : cuda::launch_conv1_direct(p, stream);
+  }
   if (choice == KernelChoice::kS2d) {
     TORCH_CHECK(cuda::s2d_supported(p, device), "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
                 device.major, device.minor, ") or build cannot run");

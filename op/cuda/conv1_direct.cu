@@ -52,11 +52,5 @@ cudaError_t launch_conv1_direct(const Problem& p, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_conv1(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  if (s2d_preferred(p, device)) return launch_conv1_s2d(p, device, stream);
-  return igemm_supported(p, device) ? launch_conv1_igemm(p, device, stream)
-                                    : launch_conv1_direct(p, stream);
-}
-
 }  // namespace cuda
 }  // namespace alexconv

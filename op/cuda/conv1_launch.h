@@ -49,13 +49,9 @@ struct DeviceInfo {
   bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests)
 };
 
-// Enqueues the convolution on `stream`. Picks the tensor-core implicit GEMM
-// where the device supports it and the direct kernel otherwise. Returns errors
-// of the set-up calls; the caller checks the launch itself with
-// C10_CUDA_KERNEL_LAUNCH_CHECK().
-cudaError_t launch_conv1(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
-
-// The kernel families, exposed for tests and benchmarks of each path.
+// The kernel families; conv1_cuda.cpp picks one per call. Each enqueues the
+// convolution on `stream` and returns errors of its set-up calls; the caller checks
+// the launch itself with C10_CUDA_KERNEL_LAUNCH_CHECK().
 cudaError_t launch_conv1_direct(const Problem& problem, cudaStream_t stream);
 cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
                                cudaStream_t stream);
@@ -72,7 +68,7 @@ enum class WindowStaging { kTma, kCopy16, kCopy4, kRegisters };
 WindowStaging igemm_window_staging(const Problem& problem, const DeviceInfo& device);
 
 // The space-to-depth implicit GEMM (Hopper): whether it can run this problem on this
-// device, whether launch_conv1 picks it, and its launch.
+// device, whether the automatic choice picks it, and its launch.
 bool s2d_supported(const Problem& problem, const DeviceInfo& device);
 bool s2d_preferred(const Problem& problem, const DeviceInfo& device);
 cudaError_t launch_conv1_s2d(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);

@@ -140,7 +140,6 @@ template <int kPending>
 __device__ __forceinline__ void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
-__device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 
 // This thread's share of a window staged in units of kBytes: the row's units
 // [first, end) cover slot elements skew .. skew + cols - 1. (row, 32-unit chunk)
