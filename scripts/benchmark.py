@@ -7,7 +7,7 @@ is measured once per contender against an fp64 GPU reference computed from the f
 fp16/bf16 errors include input/output rounding.
 
     python scripts/benchmark.py --quick
-    python scripts/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/RESULTS.md
+    python scripts/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/latest.md
 """
 from __future__ import annotations
 

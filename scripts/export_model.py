@@ -32,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("output", help="where to write the scripted model (.pt)")
     parser.add_argument("--state-dict", help="state_dict file of Model or ModelNew to load")
-    parser.add_argument("--allow-tf32", action="store_true", help="let the CUDA float32 path use TF32")
+    parser.add_argument("--allow-tf32", action="store_true", help="let the CUDA float32 path round products to TF32 precision (ops.conv1)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--seed", type=int, default=0, help="initialisation seed when no state_dict is given")
     args = parser.parse_args()

@@ -12,8 +12,9 @@
 
 namespace alexconv {
 
-// allow_tf32 lets the CUDA float32 path use TF32 tensor cores (relative error
-// about 1e-3 instead of float32 accuracy). It changes nothing on CPU or for
+// allow_tf32 lets the CUDA float32 path round products to TF32's 10-bit mantissa
+// (relative norm error up to 1e-3 instead of float32 accuracy): TF32 tensor cores,
+// or on Hopper fp16 ones with range guards. It changes nothing on CPU or for
 // half-precision inputs.
 at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
                  const std::optional<at::Tensor>& bias = std::nullopt,
