@@ -6,7 +6,6 @@
 
 #include <array>
 #include <string>
-#include <string_view>
 
 #include "conv1_geometry.h"
 
@@ -18,9 +17,10 @@ bool holds(const c10::SymBool& condition) {
   return condition.guard_bool(__FILE__, __LINE__);
 }
 
-// Python's names (float32, not Float), as users write them.
-std::string_view dtype_name(at::ScalarType t) {
-  return c10::getDtypeNames(t).first;
+// Python's names (float32, not Float), as users write them. A copy: torch < 2.13
+// returns the names as a pair of std::string by value, so a view would dangle.
+std::string dtype_name(at::ScalarType t) {
+  return std::string(c10::getDtypeNames(t).first);
 }
 
 bool is_supported_dtype(at::ScalarType t) {
