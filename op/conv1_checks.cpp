@@ -17,8 +17,8 @@ bool holds(const c10::SymBool& condition) {
   return condition.guard_bool(__FILE__, __LINE__);
 }
 
-// Python's names (float32, not Float), as users write them. A copy: torch < 2.13
-// returns the names as a pair of std::string by value, so a view would dangle.
+// Python's names (float32, not Float), as users write them. A copy: torch 2.11 (the
+// GPU machines') returns the names as std::string by value, so a view would dangle.
 std::string dtype_name(at::ScalarType t) {
   return std::string(c10::getDtypeNames(t).first);
 }
