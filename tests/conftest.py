@@ -77,21 +77,52 @@ def rel_norm_error(out, ref):
     return diff / denom if denom > 0 else diff
 
 
+# Per-element error bound for the rounded paths: |out - ref| <= u * |ref| + c * |x|*|w| + tiny.
+# u is the output's unit roundoff (the final rounding, half an ulp), c the products' own
+# error: 0 for 16-bit operands (exact in fp32) plus fp32 accumulation over <= 432 terms,
+# bounded by 3e-5 (~n * 2^-24 / 3); for TF32 each operand rounds to 11 significant bits,
+# 2 * 2^-11 per product. tiny is the output's subnormal spacing.
+_ROUNDED_BOUND = {  # dtype, tf32 -> (u, c)
+    (torch.float16, False): (2.0**-11, 3e-5),
+    (torch.bfloat16, False): (2.0**-8, 3e-5),
+    (torch.float32, True): (2.0**-24, 2 * 2.0**-11 + 3e-5),
+}
+
+
+def reference_magnitude(x, w, b):
+    """sum |x| * |w| + |b| per output element: the scale of its accumulation error."""
+    return reference(x.abs(), w.abs(), None if b is None else b.abs())
+
+
 def assert_matches_reference(out, x, w, b, allow_tf32=False):
-    """The numerical contract of README.md, against the float64 reference."""
+    """The numerical contract of README.md, against the float64 reference, plus (for the
+    rounded paths, whose contract is a norm) a per-element bound that a wrong element or
+    a channel's missing bias cannot hide under."""
     ref = reference(x, w, b)
     assert out.shape == ref.shape
     assert out.dtype == x.dtype and out.device == x.device
     if out.numel() == 0:
         return 0.0, 0.0
     assert not out.isnan().any(), "output has NaN (unwritten or wrong) elements"
-    max_err = (out.double() - ref).abs().max().item()
+    err = (out.double() - ref).abs()
+    max_err = err.max().item()
     rel = rel_norm_error(out, ref)
-    if x.dtype == torch.float32 and not (allow_tf32 and out.is_cuda):
+    tf32 = allow_tf32 and out.is_cuda
+    if x.dtype == torch.float32 and not tf32:
         assert torch.allclose(out.double(), ref, atol=1e-4, rtol=1e-4), (max_err, rel)
-    else:
-        limit = {torch.float32: 1e-3, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
-        assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
+        return max_err, rel
+    limit = {torch.float32: 1e-3, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
+    assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
+    u, c = _ROUNDED_BOUND[(x.dtype, tf32)]
+    info = torch.finfo(x.dtype)
+    bound = u * ref.abs() + c * reference_magnitude(x, w, b) + info.tiny * info.eps
+    over = err > bound
+    if over.any():
+        i = int((err - bound).argmax())
+        idx = tuple(int(k) for k in torch.unravel_index(torch.tensor(i), err.shape))
+        raise AssertionError(
+            f"{int(over.sum())} elements past the per-element bound; worst at {idx}: "
+            f"out {out[idx].item():.6g}, reference {ref[idx].item():.6g}, bound {bound[idx].item():.3g}")
     return max_err, rel
 
 
