@@ -365,22 +365,6 @@ def test_infinite_and_nan_weights_propagate_like_conv2d(device, allow_tf32, gene
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
-@pytest.mark.parametrize("device", device_params())
-def test_inputs_requiring_grad_run_forward(device):
-    """Forward with requires_grad inputs (e.g. nn.Parameter weights) works and is right."""
-    x = make_input(2, 19, 23, device=device).requires_grad_()
-    w, b = make_weight(device=device)
-    w.requires_grad_()
-    out = conv1(x, w, b)
-    assert_matches_reference(out.detach(), x.detach(), w.detach(), b)
-    with torch.no_grad():
-        assert_matches_reference(conv1(x, w, b), x.detach(), w.detach(), b)
-    model = alexconv.ModelNew().to(device)
-    y = make_input(1, 40, 40, device=device)
-    assert_matches_reference(model(y).detach(), y, model.conv1.weight.detach(),
-                             model.conv1.bias.detach())
-
-
 @requires_cuda
 @pytest.mark.cuda
 def test_cuda_valid_after_device_mismatch_keeps_current_device():

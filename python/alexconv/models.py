@@ -25,7 +25,10 @@ class ModelNew(nn.Module):
 
     Parameters live in an ``nn.Conv2d`` named ``conv1`` so that, under the same
     ``torch.manual_seed``, initialisation matches ``Model`` exactly and state_dicts
-    load both ways. Works with ``torch.jit.script``, ``torch.compile`` and ``torch.export``.
+    load both ways. Works with ``torch.jit.script``, ``torch.compile`` and ``torch.export``,
+    trains (gradients by ATen's convolution backward) and follows ``torch.autocast``.
+    Unlike ``nn.Conv2d`` it takes batched [N, 3, H, W] float32, float16 or bfloat16
+    input only (no float64, no unbatched [3, H, W]).
     """
 
     def __init__(self, num_classes: int = 1000, allow_tf32: bool = False):

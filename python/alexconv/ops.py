@@ -25,6 +25,7 @@ def conv1(
 
     Returns:
         [N, 96, (H - 7) // 4 + 1, (W - 7) // 4 + 1] in ``input``'s dtype, in the memory
-        format ``F.conv2d`` would return.
+        format ``F.conv2d`` would return. Differentiable: the backward is ATen's
+        convolution backward. Under ``torch.autocast`` it runs in the autocast dtype.
     """
     return torch.ops.alexconv.conv1(input, weight, bias, allow_tf32=allow_tf32)

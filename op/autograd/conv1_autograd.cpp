@@ -1,0 +1,55 @@
+// Autograd: the forward is ours; the gradients are ATen's convolution_backward (cuDNN,
+// oneDNN or ATen's own kernels, the same ones nn.Conv2d's backward uses). Training
+// through ModelNew then updates its weights like the reference Model instead of
+// leaving them with no gradient. Double backward works too: convolution_backward is
+// itself differentiable.
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "../conv1_geometry.h"
+#include "alexconv/conv1.h"
+
+namespace alexconv {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class Conv1Function : public torch::autograd::Function<Conv1Function> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                            bool allow_tf32) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["has_bias"] = bias.has_value();
+    return conv1(input, weight, bias, allow_tf32);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    const std::array<bool, 3> wanted = {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                        has_bias && ctx->needs_input_grad(2)};
+    const std::vector<int64_t> bias_sizes = {kOutChannels};
+    auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
+        grad_outputs[0], saved[0], saved[1],
+        has_bias ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt,
+        /*stride=*/{kStride, kStride}, /*padding=*/{kPad, kPad}, /*dilation=*/{1, 1},
+        /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1, wanted);
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+  }
+};
+
+at::Tensor conv1_autograd(const at::Tensor& input, const at::Tensor& weight,
+                          const std::optional<at::Tensor>& bias, bool allow_tf32) {
+  return Conv1Function::apply(input, weight, bias, allow_tf32);
+}
+
+}  // namespace
+}  // namespace alexconv
+
+TORCH_LIBRARY_IMPL(alexconv, Autograd, m) {
+  m.impl("conv1", &alexconv::conv1_autograd);
+}
