@@ -12,6 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-build/device-check}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
+export ALEXCONV_REQUIRE_CUDA=1  # tests/conftest.py: no visible GPU fails the run
 steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize bench)
 declare -a summary
 
@@ -46,11 +47,14 @@ for step in "${steps[@]}"; do
     test)
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
         python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
-      # The auto choice takes the space-to-depth kernel only for larger batches: the
-      # CUDA tests again with it forced, at every size and batch.
-      ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=s2d run_step pytest-s2d python3 -m pytest -q -ra -p no:cacheprovider \
-        --timeout 600 -m cuda tests/test_correctness.py tests/test_cuda_runtime.py \
-        tests/test_invalid_inputs.py tests/test_fuzz.py ;;
+      # The CUDA tests again with each kernel forced that auto does not pick everywhere on
+      # this GPU: space-to-depth (larger batches only), mma_sync (what sm_80 GPUs run)
+      # and direct (the fallback for GPUs with less shared memory).
+      for kernel in s2d mma_sync direct; do
+        ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
+          run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda \
+          tests/test_correctness.py tests/test_cuda_runtime.py tests/test_invalid_inputs.py tests/test_fuzz.py
+      done ;;
     sanitize|sanitize-a|sanitize-b)
       # Every tool on the default engine for these small cases (wgmma on Hopper) and on the
       # space-to-depth kernel; memory and race checks on the portable engines too. memcheck
@@ -111,7 +115,7 @@ echo
 echo "| step                   | rc   | time   |"
 echo "|------------------------|------|--------|"
 printf '%s\n' "${summary[@]}"
-for f in "$OUT"/pytest.log "$OUT"/pytest-s2d.log; do grep -hE "(passed|failed).* in [0-9.]+s" "$f" 2>/dev/null | tail -1; done
+for f in "$OUT"/pytest.log "$OUT"/pytest-{s2d,mma_sync,direct}.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "(passed|failed).* in [0-9.]+s" "$f" | tail -1)"; done
 grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
 for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"

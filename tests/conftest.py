@@ -15,6 +15,10 @@ from torch._prims_common import suggest_memory_format
 import alexconv
 
 HAS_CUDA = torch.cuda.is_available()
+# The GPU check (scripts/device_check.sh) sets this: there, a CUDA runtime that cannot see
+# its GPU must fail the run, not skip every CUDA test.
+if os.environ.get("ALEXCONV_REQUIRE_CUDA") == "1" and not HAS_CUDA:
+    raise pytest.UsageError("ALEXCONV_REQUIRE_CUDA=1 but torch.cuda.is_available() is False")
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
 def test_loading_library_again_is_harmless():
     path = alexconv.library_path()
     assert path in torch.ops.loaded_libraries, "import alexconv loaded a different file"
-    torch.ops.load_library(path)  # a duplicate TORCH_LIBRARY registration would raise here
+    # torch keeps one handle per path, so this must not run the registrations again (a
+    # second TORCH_LIBRARY(alexconv) would abort the process, not raise).
+    torch.ops.load_library(path)
     assert alexconv.load_library() == path
     x = make_input(2, 40, 33)
     w, b = make_weight()
