@@ -3,6 +3,7 @@ determinism, and every dtype x allow_tf32 path at real and ragged sizes."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
 import threading
@@ -180,8 +181,9 @@ def test_allocates_only_the_output(dtype, allow_tf32, layout, n):
     w, b = make_weight(dtype, "cuda")
     alexconv.conv1(x, w, b, allow_tf32=allow_tf32)  # lazy initialisation happens outside the count
     torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
+    gc.collect()  # earlier tests' garbage freed inside the window would make `grown` negative
     torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
     out = alexconv.conv1(x, w, b, allow_tf32=allow_tf32)
     torch.cuda.synchronize()
     grown = torch.cuda.max_memory_allocated() - before
