@@ -27,10 +27,12 @@ struct Options {
   std::optional<double> atol, rtol;  // default: by dtype and the model's allow_tf32
 };
 
+constexpr const char* kUsage =
+    "usage: alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] "
+    "[--iters K] [--atol A] [--rtol R]\n";
+
 [[noreturn]] void usage(const std::string& error) {
-  std::cerr << "error: " << error << "\n"
-            << "usage: alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] "
-               "[--iters K] [--atol A] [--rtol R]\n";
+  std::cerr << "error: " << error << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -59,7 +61,10 @@ Options parse(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "-h" || a == "--help") usage("help requested");
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
     if (a.rfind("--", 0) != 0) {
       if (!o.model.empty()) usage("more than one model path given");
       o.model = a;

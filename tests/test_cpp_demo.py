@@ -71,3 +71,8 @@ def test_demo_reports_missing_model(tmp_path):
     res = _run(tmp_path / "absent.pt")
     assert res.returncode == 1
     assert "could not load" in res.stderr
+
+
+def test_demo_help_is_not_an_error():
+    res = _run("--help")
+    assert res.returncode == 0 and res.stdout.startswith("usage: alexconv_demo")
