@@ -44,6 +44,14 @@ class Conv1Function : public torch::autograd::Function<Conv1Function> {
 
 at::Tensor conv1_autograd(const at::Tensor& input, const at::Tensor& weight,
                           const std::optional<at::Tensor>& bias, bool allow_tf32) {
+  // Inference (no_grad, or nothing requiring grad) skips the graph node and its saved
+  // tensors: batch-1 latency is where they would show.
+  const bool wants_grad = input.requires_grad() || weight.requires_grad() ||
+                          (bias.has_value() && bias->requires_grad());
+  if (!wants_grad || !at::GradMode::is_enabled()) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return conv1(input, weight, bias, allow_tf32);
+  }
   return Conv1Function::apply(input, weight, bias, allow_tf32);
 }
 
