@@ -13,31 +13,6 @@ namespace alexconv {
 namespace cuda {
 namespace {
 
-// F.conv2d multiplies the padding's zeros by their weights too: where an infinite or
-// NaN weight lies over the padding, the output is NaN (0 * inf). direct_output skips
-// the padding (the space-to-depth kernel's fallback, whose registers are tight, shares
-// it), so the direct kernel asks this separately; interior windows return at once.
-template <DType T>
-__device__ bool padding_meets_nonfinite_weight(const Problem& p, int64_t co, int64_t oy,
-                                               int64_t ox) {
-  const int64_t y0 = oy * kStride - kPad, x0 = ox * kStride - kPad;
-  if (y0 >= 0 && x0 >= 0 && y0 + kKernel <= p.in_h && x0 + kKernel <= p.in_w) return false;
-  using S = typename Storage<T>::type;
-  const S* w = static_cast<const S*>(p.weight);
-  for (int64_t ci = 0; ci < kInChannels; ++ci) {
-    for (int64_t r = 0; r < kKernel; ++r) {
-      for (int64_t s = 0; s < kKernel; ++s) {
-        const bool padding = y0 + r < 0 || y0 + r >= p.in_h || x0 + s < 0 || x0 + s >= p.in_w;
-        if (padding && !isfinite(to_float<T>(w[co * p.weight_stride[0] + ci * p.weight_stride[1] +
-                                               r * p.weight_stride[2] + s * p.weight_stride[3]]))) {
-          return true;
-        }
-      }
-    }
-  }
-  return false;
-}
-
 template <DType T>
 __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
   using S = typename Storage<T>::type;
@@ -49,9 +24,7 @@ __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
     const int64_t oy = (i / p.out_w) % p.out_h;
     const int64_t co = (i / (p.out_w * p.out_h)) % kOutChannels;
     const int64_t n = i / (p.out_w * p.out_h * kOutChannels);
-    const float acc = padding_meets_nonfinite_weight<T>(p, co, oy, ox)
-                          ? __int_as_float(0x7fc00000)  // NaN
-                          : direct_output<T>(p, n, co, oy, ox);
+    const float acc = direct_output<T, /*kMultiplyPadding=*/true>(p, n, co, oy, ox);
     out[n * p.out_stride[0] + co * p.out_stride[1] + oy * p.out_stride[2] +
         ox * p.out_stride[3]] = from_float<T>(acc);
   }
