@@ -331,6 +331,23 @@ def assert_special_values_like_conv2d(out, x, w, b, limit):
     assert rel_norm_error(out[finite], ref[finite]) <= limit
 
 
+def inject_nonfinite(x, generator):
+    """NaN, +Inf and -Inf at random places and at the first and last image's corners, plus a
+    +Inf/-Inf pair under the same windows of image 1 (-> NaN there)."""
+    flat = x.view(-1)
+    picks = torch.randperm(flat.numel(), generator=generator)[:12].tolist()
+    picks += [0, flat.numel() - 1]
+    for i, p in enumerate(picks):
+        flat[p] = [float("nan"), float("inf"), float("-inf")][i % 3]
+    x[1, 0, 20, 20] = float("inf")
+    x[1, 0, 21, 22] = float("-inf")
+
+
+def special_values_limit(dtype, device, allow_tf32):
+    return {torch.float32: 1e-3 if allow_tf32 and device == "cuda" else 1e-5,
+            torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+
+
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
@@ -339,29 +356,41 @@ def test_nan_and_inf_propagate_like_conv2d(device, dtype, allow_tf32, generator)
     Injections cluster so some outputs see +Inf and -Inf (-> NaN), and touch the borders."""
     x = make_input(2, 45, 38, dtype=dtype, device=device, generator=generator)
     w, b = make_weight(dtype, device, generator=generator)
-    flat = x.view(-1)
-    picks = torch.randperm(flat.numel(), generator=generator)[:12].tolist()
-    picks += [0, flat.numel() - 1]  # corners of the first and last image
-    for i, p in enumerate(picks):
-        flat[p] = [float("nan"), float("inf"), float("-inf")][i % 3]
-    x[1, 0, 20, 20] = float("inf")  # a +Inf/-Inf pair under the same windows
-    x[1, 0, 21, 22] = float("-inf")
-    limit = {torch.float32: 1e-3 if allow_tf32 and device == "cuda" else 1e-5,
-             torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+    inject_nonfinite(x, generator)
+    limit = special_values_limit(dtype, device, allow_tf32)
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
 @pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
-def test_infinite_and_nan_weights_propagate_like_conv2d(device, allow_tf32, generator):
+def test_infinite_and_nan_weights_propagate_like_conv2d(device, dtype, allow_tf32, generator):
     """The fp32-accurate CUDA path splits operands in two; an infinite weight must still give
-    +-inf (not inf - inf = NaN) wherever F.conv2d does, and a NaN weight NaN."""
-    x = make_input(2, 45, 38, dtype=torch.float32, device=device, generator=generator)
-    w, b = make_weight(torch.float32, device, generator=generator)
+    +-inf (not inf - inf = NaN) wherever F.conv2d does, and a NaN weight NaN. Two of the
+    three lie over the padding for the first row or column of outputs (0 * inf = NaN)."""
+    x = make_input(2, 45, 38, dtype=dtype, device=device, generator=generator)
+    w, b = make_weight(dtype, device, generator=generator)
     w[5, 0, 3, 4] = float("inf")
     w[17, 2, 10, 0] = float("-inf")
     w[40, 1, 0, 0] = float("nan")
-    limit = 1e-3 if allow_tf32 and device == "cuda" else 1e-4
+    limit = max(special_values_limit(dtype, device, allow_tf32), 1e-4)
+    assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
+def test_nonfinite_inputs_with_nonfinite_weights_over_padding(device, dtype, allow_tf32, generator):
+    """Tiles whose input holds Inf or NaN take an exact fallback on CUDA; it must still
+    multiply the padding, so an infinite or NaN weight over it gives NaN as in F.conv2d.
+    47 x 39 makes the last windows reach the bottom and right padding too."""
+    x = make_input(2, 47, 39, dtype=dtype, device=device, generator=generator)
+    w, b = make_weight(dtype, device, generator=generator)
+    inject_nonfinite(x, generator)
+    w[5, 0, 0, 0] = float("inf")  # top-left padding
+    w[17, 2, 10, 10] = float("-inf")  # bottom-right padding
+    w[40, 1, 0, 5] = float("nan")  # top padding only
+    limit = special_values_limit(dtype, device, allow_tf32)
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 

@@ -24,7 +24,7 @@ __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
     const int64_t oy = (i / p.out_w) % p.out_h;
     const int64_t co = (i / (p.out_w * p.out_h)) % kOutChannels;
     const int64_t n = i / (p.out_w * p.out_h * kOutChannels);
-    const float acc = direct_output<T, /*kMultiplyPadding=*/true>(p, n, co, oy, ox);
+    const float acc = direct_output<T>(p, n, co, oy, ox);
     out[n * p.out_stride[0] + co * p.out_stride[1] + oy * p.out_stride[2] +
         ox * p.out_stride[3]] = from_float<T>(acc);
   }

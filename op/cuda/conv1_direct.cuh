@@ -14,12 +14,33 @@
 namespace alexconv {
 namespace cuda {
 
-// kMultiplyPadding: padding is a zero that still multiplies its weight, as in
-// F.conv2d, so an infinite or NaN weight over the padding gives NaN (0 * inf). The
-// direct kernel does; the space-to-depth kernel's fallback skips padded taps (the
-// multiply costs it registers: 16-byte spills), which differs only where an infinite
-// weight lies over the padding of a tile whose inputs hold Inf or NaN.
-template <DType T, bool kMultiplyPadding = false>
+// Padding is a zero that still multiplies its weight in F.conv2d, so an infinite or
+// NaN weight over the padding makes the output NaN (0 * inf). Checked apart from the
+// sum, on the weights alone and only for windows that reach the padding: multiplying
+// the padding inside the sum cost the space-to-depth kernel, which calls this as its
+// fallback, 16-byte spills in its 16-bit variants.
+template <DType T>
+__device__ bool padding_meets_nonfinite_weight(const Problem& p, int64_t co, int64_t oy, int64_t ox) {
+  const int64_t y0 = oy * kStride - kPad, x0 = ox * kStride - kPad;
+  if (y0 >= 0 && x0 >= 0 && y0 + kKernel <= p.in_h && x0 + kKernel <= p.in_w) return false;
+  using S = typename Storage<T>::type;
+  const S* w = static_cast<const S*>(p.weight);
+  bool poisoned = false;
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t r = 0; r < kKernel; ++r) {
+      const bool row_inside = y0 + r >= 0 && y0 + r < p.in_h;
+      for (int64_t s = 0; s < kKernel; ++s) {
+        if (row_inside && x0 + s >= 0 && x0 + s < p.in_w) continue;
+        const float k = to_float<T>(w[co * p.weight_stride[0] + ci * p.weight_stride[1] +
+                                      r * p.weight_stride[2] + s * p.weight_stride[3]]);
+        poisoned |= !isfinite(k);
+      }
+    }
+  }
+  return poisoned;
+}
+
+template <DType T>
 __device__ float direct_output(const Problem& p, int64_t n, int64_t co, int64_t oy, int64_t ox) {
   using S = typename Storage<T>::type;
   const S* in = static_cast<const S*>(p.input);
@@ -29,22 +50,20 @@ __device__ float direct_output(const Problem& p, int64_t n, int64_t co, int64_t 
   for (int64_t ci = 0; ci < kInChannels; ++ci) {
     for (int64_t r = 0; r < kKernel; ++r) {
       const int64_t iy = oy * kStride - kPad + r;
-      const bool row_inside = iy >= 0 && iy < p.in_h;
-      if (!kMultiplyPadding && !row_inside) continue;
+      if (iy < 0 || iy >= p.in_h) continue;
       for (int64_t s = 0; s < kKernel; ++s) {
         const int64_t ix = ox * kStride - kPad + s;
-        const bool inside = row_inside && ix >= 0 && ix < p.in_w;
-        if (!kMultiplyPadding && !inside) continue;
-        const float x = inside ? to_float<T>(in[n * p.in_stride[0] + ci * p.in_stride[1] +
-                                                iy * p.in_stride[2] + ix * p.in_stride[3]])
-                               : 0.f;
+        if (ix < 0 || ix >= p.in_w) continue;
+        const float x = to_float<T>(in[n * p.in_stride[0] + ci * p.in_stride[1] +
+                                       iy * p.in_stride[2] + ix * p.in_stride[3]]);
         const float k = to_float<T>(w[co * p.weight_stride[0] + ci * p.weight_stride[1] +
                                       r * p.weight_stride[2] + s * p.weight_stride[3]]);
         acc = fmaf(x, k, acc);
       }
     }
   }
-  return acc;
+  const float nan = __int_as_float(0x7fc00000);
+  return padding_meets_nonfinite_weight<T>(p, co, oy, ox) ? nan : acc;
 }
 
 }  // namespace cuda
