@@ -343,9 +343,12 @@ def inject_nonfinite(x, generator):
     x[1, 0, 21, 22] = float("-inf")
 
 
-def special_values_limit(dtype, device, allow_tf32):
-    return {torch.float32: 1e-3 if allow_tf32 and device == "cuda" else 1e-5,
-            torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+def special_values_limit(dtype, device, allow_tf32, infinite_weight=False):
+    """Relative norm error allowed on the finite outputs. An infinite weight makes the
+    fp32-accurate CUDA path split its inputs toward zero as well (mma::Round): about
+    1.3e-5 instead of 7.6e-6 (emulated), inside the 1e-4 contract but over 1e-5."""
+    fp32 = 1e-3 if allow_tf32 and device == "cuda" else 1e-4 if infinite_weight else 1e-5
+    return {torch.float32: fp32, torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
 
 
 @pytest.mark.parametrize("device", device_params())
@@ -373,7 +376,7 @@ def test_infinite_and_nan_weights_propagate_like_conv2d(device, dtype, allow_tf3
     w[5, 0, 3, 4] = float("inf")
     w[17, 2, 10, 0] = float("-inf")
     w[40, 1, 0, 0] = float("nan")
-    limit = max(special_values_limit(dtype, device, allow_tf32), 1e-4)
+    limit = special_values_limit(dtype, device, allow_tf32, infinite_weight=True)
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
@@ -390,7 +393,7 @@ def test_nonfinite_inputs_with_nonfinite_weights_over_padding(device, dtype, all
     w[5, 0, 0, 0] = float("inf")  # top-left padding
     w[17, 2, 10, 10] = float("-inf")  # bottom-right padding
     w[40, 1, 0, 5] = float("nan")  # top padding only
-    limit = special_values_limit(dtype, device, allow_tf32)
+    limit = special_values_limit(dtype, device, allow_tf32, infinite_weight=True)
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
