@@ -94,3 +94,52 @@ def test_library_links_the_shared_cpp_runtime():
     dynamic = subprocess.run(["readelf", "-d", alexconv.library_path()], capture_output=True,
                              text=True, check=True).stdout
     assert "libstdc++.so" in dynamic, dynamic
+
+
+def test_build_info_describes_the_loaded_library():
+    """The package records the torch the library was built against, and whether it has a CUDA
+    kernel: the dispatcher's table must agree."""
+    from alexconv import _build_info
+    from alexconv._library import _release
+
+    assert _release(_build_info.TORCH_VERSION) == _release(torch.__version__)
+    has_cuda_kernel = torch._C._dispatch_has_kernel_for_dispatch_key("alexconv::conv1", "CUDA")
+    assert _build_info.WITH_CUDA == has_cuda_kernel
+
+
+@pytest.mark.parametrize("built, with_cuda, running, cuda, error", [
+    ("2.13.0", False, "2.13.0+cpu", None, None),
+    ("2.11.0", True, "2.11.0+cu130", "13.0", None),
+    ("2.11.0", False, "2.11.0+cu130", "13.0", None),  # CPU-only build in a CUDA torch: loads
+    ("", False, "2.13.0+cpu", None, None),  # torch's CMake package gave no version
+    ("2.13.0", False, "2.12.1+cpu", None, "built against torch 2.13.0, but torch 2.12.1+cpu"),
+    ("2.13.0", False, "2.13.1", None, "built against torch 2.13.0, but torch 2.13.1"),
+    ("2.11.0", True, "2.11.0+cpu", None, "built with CUDA, but the installed torch 2.11.0"),
+])
+def test_build_and_torch_mismatch_is_named(built, with_cuda, running, cuda, error):
+    from alexconv._library import check_build_matches_torch
+
+    if error is None:
+        check_build_matches_torch(built, with_cuda, running, cuda)
+    else:
+        with pytest.raises(ImportError, match=error.replace("+", r"\+")) as info:
+            check_build_matches_torch(built, with_cuda, running, cuda)
+        assert "pip install --no-build-isolation" in str(info.value)
+
+
+def test_import_refuses_a_library_built_for_another_torch(tmp_path):
+    """End to end, in a fresh interpreter: the check runs before the library loads."""
+    rc, out = run_python("""
+        import sys, types
+        sys.modules["alexconv._build_info"] = types.SimpleNamespace(TORCH_VERSION="2.4.0",
+                                                                   WITH_CUDA=False)
+        try:
+            import alexconv
+        except ImportError as e:
+            print("IMPORT FAILED:", e)
+        import torch
+        print("op registered:", hasattr(torch.ops.alexconv, "conv1"))
+        """, tmp_path)
+    assert rc == 0, out
+    assert "IMPORT FAILED: alexconv: libalexconv.so was built against torch 2.4.0" in out
+    assert "op registered: False" in out

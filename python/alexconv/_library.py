@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.resources
 import os
+import re
 
 import torch
 
 _LIBRARY_NAME = "libalexconv.so"
+_REBUILD = ("Rebuild it against the installed torch: `pip install --no-build-isolation .` "
+            "(or `-e .`) from the repository root; see README.md.")
 _loaded: str | None = None
 
 
@@ -23,11 +27,42 @@ def library_path() -> str:
     return str(resource)
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """(major, minor, patch) of a torch version: "2.13.0+cpu" and "2.13.0" are one release."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    if match is None:
+        raise ValueError(f"alexconv: cannot read a torch version from {version!r}")
+    return tuple(int(part) for part in match.groups())
+
+
+def check_build_matches_torch(built_torch: str, built_with_cuda: bool,
+                              torch_version: str, torch_cuda: str | None) -> None:
+    """Raises ImportError where the library cannot load into this torch: libtorch's C++
+    ABI changes between releases, and a CUDA build needs torch's CUDA libraries. Loading
+    anyway fails with an undefined symbol that names neither cause."""
+    # Empty where torch's CMake package gave no version (cmake/build_info.py.in): unknown.
+    if built_torch and _release(built_torch) != _release(torch_version):
+        raise ImportError(
+            f"alexconv: libalexconv.so was built against torch {built_torch}, but torch "
+            f"{torch_version} is installed. " + _REBUILD)
+    if built_with_cuda and torch_cuda is None:
+        raise ImportError(
+            f"alexconv: libalexconv.so was built with CUDA, but the installed torch "
+            f"{torch_version} has none. " + _REBUILD)
+
+
 def load_library() -> str:
     """Registers the operator with PyTorch (once per process) and returns the library's path."""
     global _loaded
     if _loaded is None:
         path = library_path()
+        try:
+            build = importlib.import_module(f"{__package__}._build_info")
+        except ImportError as e:
+            raise ImportError(f"alexconv: _build_info.py is missing next to {path}. "
+                              + _REBUILD) from e
+        check_build_matches_torch(build.TORCH_VERSION, build.WITH_CUDA,
+                                  torch.__version__, torch.version.cuda)
         torch.ops.load_library(path)
         _loaded = path
     return _loaded
