@@ -347,7 +347,10 @@ def special_values_limit(dtype, device, allow_tf32, infinite_weight=False):
     """Relative norm error allowed on the finite outputs. An infinite weight makes the
     fp32-accurate CUDA path split its inputs toward zero as well (mma::Round): about
     1.3e-5 instead of 7.6e-6 (emulated), inside the 1e-4 contract but over 1e-5."""
-    fp32 = 1e-3 if allow_tf32 and device == "cuda" else 1e-4 if infinite_weight else 1e-5
+    if device == "cuda":
+        fp32 = 1e-3 if allow_tf32 else 1e-4 if infinite_weight else 1e-5
+    else:
+        fp32 = 1e-5
     return {torch.float32: fp32, torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -107,23 +108,28 @@ def test_build_info_describes_the_loaded_library():
     assert _build_info.WITH_CUDA == has_cuda_kernel
 
 
-@pytest.mark.parametrize("built, with_cuda, running, cuda, error", [
-    ("2.13.0", False, "2.13.0+cpu", None, None),
-    ("2.11.0", True, "2.11.0+cu130", "13.0", None),
-    ("2.11.0", False, "2.11.0+cu130", "13.0", None),  # CPU-only build in a CUDA torch: loads
-    ("", False, "2.13.0+cpu", None, None),  # torch's CMake package gave no version
-    ("2.13.0", False, "2.12.1+cpu", None, "built against torch 2.13.0, but torch 2.12.1+cpu"),
-    ("2.13.0", False, "2.13.1", None, "built against torch 2.13.0, but torch 2.13.1"),
-    ("2.11.0", True, "2.11.0+cpu", None, "built with CUDA, but the installed torch 2.11.0"),
+@pytest.mark.parametrize("built, with_cuda, built_cuda, running, cuda, error", [
+    ("2.13.0", False, "", "2.13.0+cpu", None, None),
+    ("2.11.0", True, "13.0.88", "2.11.0+cu130", "13.0", None),
+    ("2.11.0", True, "13.0.88", "2.11.0", "13.2", None),  # one libcudart.so.13
+    ("2.11.0", False, "", "2.11.0+cu130", "13.0", None),  # CPU-only build in a CUDA torch
+    ("", True, "", "2.13.0+cu130", "13.0", None),  # CMake found no versions: unchecked
+    ("2.13.0", False, "", "2.12.1+cpu", None, "built against torch 2.13.0, but torch 2.12.1+cpu"),
+    ("2.13.0", False, "", "2.13.1", None, "built against torch 2.13.0, but torch 2.13.1"),
+    ("2.11.0", True, "13.0.88", "2.11.0+cpu", None,
+     "built with CUDA, but the installed torch 2.11.0+cpu has none"),
+    ("2.11.0", True, "13.0.88", "2.11.0+cu128", "12.8",
+     "built with CUDA 13.0.88, but the installed torch 2.11.0+cu128 has CUDA 12.8"),
+    ("2.11.0", False, "", "nightly", None, "cannot read a version from 'nightly'"),
 ])
-def test_build_and_torch_mismatch_is_named(built, with_cuda, running, cuda, error):
+def test_build_and_torch_mismatch_is_named(built, with_cuda, built_cuda, running, cuda, error):
     from alexconv._library import check_build_matches_torch
 
     if error is None:
-        check_build_matches_torch(built, with_cuda, running, cuda)
+        check_build_matches_torch(built, with_cuda, built_cuda, running, cuda)
     else:
-        with pytest.raises(ImportError, match=error.replace("+", r"\+")) as info:
-            check_build_matches_torch(built, with_cuda, running, cuda)
+        with pytest.raises(ImportError, match=re.escape(error)) as info:
+            check_build_matches_torch(built, with_cuda, built_cuda, running, cuda)
         assert "pip install --no-build-isolation" in str(info.value)
 
 
@@ -131,8 +137,8 @@ def test_import_refuses_a_library_built_for_another_torch(tmp_path):
     """End to end, in a fresh interpreter: the check runs before the library loads."""
     rc, out = run_python("""
         import sys, types
-        sys.modules["alexconv._build_info"] = types.SimpleNamespace(TORCH_VERSION="2.4.0",
-                                                                   WITH_CUDA=False)
+        sys.modules["alexconv._build_info"] = types.SimpleNamespace(
+            TORCH_VERSION="1.0.0", WITH_CUDA=False, CUDA_VERSION="")
         try:
             import alexconv
         except ImportError as e:
@@ -141,5 +147,5 @@ def test_import_refuses_a_library_built_for_another_torch(tmp_path):
         print("op registered:", hasattr(torch.ops.alexconv, "conv1"))
         """, tmp_path)
     assert rc == 0, out
-    assert "IMPORT FAILED: alexconv: libalexconv.so was built against torch 2.4.0" in out
+    assert "IMPORT FAILED: alexconv: libalexconv.so was built against torch 1.0.0" in out
     assert "op registered: False" in out

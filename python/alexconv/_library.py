@@ -27,20 +27,21 @@ def library_path() -> str:
     return str(resource)
 
 
-def _release(version: str) -> tuple[int, ...]:
-    """(major, minor, patch) of a torch version: "2.13.0+cpu" and "2.13.0" are one release."""
-    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+def _release(version: str, parts: int = 3) -> tuple[int, ...]:
+    """The leading numbers of a version: "2.13.0+cpu" and "2.13.0" are one torch release."""
+    match = re.match(r"\.".join([r"(\d+)"] * parts), version)
     if match is None:
-        raise ValueError(f"alexconv: cannot read a torch version from {version!r}")
+        raise ImportError(f"alexconv: cannot read a version from {version!r}. " + _REBUILD)
     return tuple(int(part) for part in match.groups())
 
 
-def check_build_matches_torch(built_torch: str, built_with_cuda: bool,
+def check_build_matches_torch(built_torch: str, built_with_cuda: bool, built_cuda: str,
                               torch_version: str, torch_cuda: str | None) -> None:
     """Raises ImportError where the library cannot load into this torch: libtorch's C++
-    ABI changes between releases, and a CUDA build needs torch's CUDA libraries. Loading
-    anyway fails with an undefined symbol that names neither cause."""
-    # Empty where torch's CMake package gave no version (cmake/build_info.py.in): unknown.
+    ABI changes between releases, and a CUDA build links the CUDA runtime of its toolkit's
+    major version, which torch must ship. Loading anyway fails with an undefined symbol or
+    a missing libcudart that names neither cause. An empty recorded version (CMake found
+    none) is not checked."""
     if built_torch and _release(built_torch) != _release(torch_version):
         raise ImportError(
             f"alexconv: libalexconv.so was built against torch {built_torch}, but torch "
@@ -49,6 +50,10 @@ def check_build_matches_torch(built_torch: str, built_with_cuda: bool,
         raise ImportError(
             f"alexconv: libalexconv.so was built with CUDA, but the installed torch "
             f"{torch_version} has none. " + _REBUILD)
+    if built_cuda and torch_cuda and _release(built_cuda, 1) != _release(torch_cuda, 1):
+        raise ImportError(
+            f"alexconv: libalexconv.so was built with CUDA {built_cuda}, but the installed "
+            f"torch {torch_version} has CUDA {torch_cuda}. " + _REBUILD)
 
 
 def load_library() -> str:
@@ -61,7 +66,7 @@ def load_library() -> str:
         except ImportError as e:
             raise ImportError(f"alexconv: _build_info.py is missing next to {path}. "
                               + _REBUILD) from e
-        check_build_matches_torch(build.TORCH_VERSION, build.WITH_CUDA,
+        check_build_matches_torch(build.TORCH_VERSION, build.WITH_CUDA, build.CUDA_VERSION,
                                   torch.__version__, torch.version.cuda)
         torch.ops.load_library(path)
         _loaded = path
