@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.resources
 import os
 import re
@@ -62,7 +61,7 @@ def load_library() -> str:
     if _loaded is None:
         path = library_path()
         try:
-            build = importlib.import_module(f"{__package__}._build_info")
+            from . import _build_info as build
         except ImportError as e:
             raise ImportError(f"alexconv: _build_info.py is missing next to {path}. "
                               + _REBUILD) from e
