@@ -26,7 +26,7 @@ build_variant() {  # spec -> builds $WORK/<name>/build/libalexconv.so
   [[ $spec == *:* ]] && flags=${spec#*:} && flags=${flags//,/ }
   local dir=$WORK/$name
   rm -rf "$dir/src" && mkdir -p "$dir/src"
-  cp -r op CMakeLists.txt "$dir/src/"
+  cp -r op cmake CMakeLists.txt "$dir/src/"
   local one
   for one in ${patch//+/ }; do patch -s -p1 -d "$dir/src" < "$one" || return 1; done
   cmake -S "$dir/src" -B "$dir/build" -G Ninja -DALEXCONV_CUDA=ON -DALEXCONV_BUILD_DEMO=OFF \
