@@ -2,7 +2,7 @@
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
-#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile] [ceiling]
+#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile] [ceiling] [floor]
 #   (default: build test sanitize bench; sanitize = sanitize-a + sanitize-b, each of which
 #   fits one 600 s device call with a build)
 #
@@ -98,15 +98,17 @@ for step in "${steps[@]}"; do
       ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
-    ceiling)
-      # The wgmma instruction's own ceiling, without the kernels around it (benchmarks/micro).
+    ceiling|floor)
+      # Microbenchmarks without the kernels around them (benchmarks/micro): the wgmma
+      # instruction's own ceiling, or the fp16 layer's floor for any wgmma design.
+      src=$([[ $step == ceiling ]] && echo wgmma_ceiling || echo design_floor)
       mkdir -p build
-      run_step ceiling-build nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/wgmma_ceiling.cu \
-        -o build/wgmma_ceiling || break
-      cuobjdump --dump-sass build/wgmma_ceiling | awk '/Function :/ {f = $3}
+      run_step "$step-build" nvcc -std=c++17 -O3 -arch=sm_90a -Xptxas -v -I op "benchmarks/micro/$src.cu" \
+        -o "build/$src" || break
+      cuobjdump --dump-sass "build/$src" | awk '/Function :/ {f = $3}
         /HGMMA|WARPGROUP/ {n[f] += /HGMMA/; a[f] += /WARPGROUP.ARRIVE/; d[f] += /WARPGROUP.DEPBAR/}
-        END {for (f in n) print f, n[f], "HGMMA", a[f], "arrive", d[f], "depbar"}' > "$OUT/ceiling-sass.txt"
-      run_step ceiling build/wgmma_ceiling ;;
+        END {for (f in n) print f, n[f], "HGMMA", a[f], "arrive", d[f], "depbar"}' > "$OUT/$step-sass.txt"
+      run_step "$step" "build/$src" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
@@ -121,5 +123,5 @@ for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
-[[ -f "$OUT/ceiling.log" ]] && grep "^|" "$OUT/ceiling.log"
+for f in "$OUT"/ceiling.log "$OUT"/floor.log; do [[ -f $f ]] && grep "^|" "$f"; done
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL
