@@ -35,18 +35,10 @@
 #include "cuda/conv1_epilogue.cuh"  // store_tile_staged: today's 16-bit NCHW epilogue
 #include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
 #include "cuda/conv1_wgmma.cuh"
+#include "micro_common.cuh"  // CHECK, value_at, hopper_device
 
 namespace cu = alexconv::cuda;
 namespace wg = alexconv::cuda::wgmma;
-
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e = (call);                                                                  \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
-      return 1;                                                                              \
-    }                                                                                        \
-  } while (0)
 
 constexpr int64_t kPixels = 256LL * 55 * 55;            // batch 256 at 224x224
 constexpr int kTilePixels = 192;
@@ -98,15 +90,6 @@ constexpr const char* out_name(Out o) {
 constexpr int kPlane = 55 * 55, kBoxRows = 12;
 constexpr int kRegionBytes = kBoxRows * 128;  // one residue's box in shared memory
 static_assert(3 * alexconv::cuda::kStagedElems * 2 <= 2 * 3 * 64 * 96 * 2, "today's staging fits");
-
-__device__ __forceinline__ __half value_at(uint32_t i) {
-  i = (i ^ 61u) ^ (i >> 16);
-  i *= 9u;
-  i ^= i >> 4;
-  i *= 0x27d4eb2du;
-  i ^= i >> 15;
-  return __float2half(float(i & 0xFFFF) / 32768.f - 1.f + 1.f / 65536.f);
-}
 
 __global__ void fill(__half* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -442,15 +425,9 @@ int measure(int sms, const __half* in, __half* out, const CUtensorMap& out_map, 
 }
 
 int main() {
-  int device = 0, sms = 0;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int sms = 0;
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, device));
-  if (prop.major != 9 || prop.minor != 0) {
-    std::printf("needs an sm_90 GPU (found sm_%d%d)\n", prop.major, prop.minor);
-    return 1;
-  }
+  if (hopper_device(sms, prop) != 0) return 1;
   __half *in = nullptr, *out = nullptr;
   uint8_t* flush = nullptr;
   const size_t flush_bytes = size_t(256) << 20;

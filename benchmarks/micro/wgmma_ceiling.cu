@@ -22,18 +22,10 @@
 
 #include "cuda/conv1_pipeline.cuh"  // smem_address
 #include "cuda/conv1_wgmma.cuh"
+#include "micro_common.cuh"  // CHECK, value_at, hopper_device
 
 namespace wg = alexconv::cuda::wgmma;
 using alexconv::cuda::smem_address;
-
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e = (call);                                                                  \
-    if (e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
-      return 1;                                                                              \
-    }                                                                                        \
-  } while (0)
 
 constexpr int kSteps = 27;                  // a space-to-depth tile's K steps (K = 432)
 constexpr int kABlockBytes = 64 * 32;       // 64 rows x 16 K of fp16
@@ -65,16 +57,6 @@ struct Result {
   unsigned long long bytes;  // what it moved
   float sink;
 };
-
-// Nonzero fp16 values in [-1, 1) from an index hash: the tensor cores multiply real data.
-__device__ __forceinline__ __half value_at(uint32_t i) {
-  i = (i ^ 61u) ^ (i >> 16);
-  i *= 9u;
-  i ^= i >> 4;
-  i *= 0x27d4eb2du;
-  i ^= i >> 15;
-  return __float2half(float(i & 0xFFFF) / 32768.f - 1.f + 1.f / 65536.f);
-}
 
 template <Form kForm, int kWarpgroups>
 __device__ void multiply(uint8_t* smem, int warpgroup, int tid, Result* out) {
@@ -261,15 +243,9 @@ int measure(int sms, float* global, int gap = 0) {
 }
 
 int main() {
-  int device = 0, sms = 0;
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int sms = 0;
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, device));
-  if (prop.major != 9 || prop.minor != 0) {
-    std::printf("needs an sm_90 GPU (found sm_%d%d)\n", prop.major, prop.minor);
-    return 1;
-  }
+  if (hopper_device(sms, prop) != 0) return 1;
   float* global = nullptr;
   CHECK(cudaMalloc(&global, size_t(sms) * kGlobalFloats * sizeof(float)));
   std::printf("%s, %d SMs; m64n96k16 fp16 wgmmas, %d per tile, one CTA per SM; peak = %.0f "
