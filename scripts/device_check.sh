@@ -100,7 +100,7 @@ for step in "${steps[@]}"; do
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
     ceiling|floor)
       # Microbenchmarks without the kernels around them (benchmarks/micro): the wgmma
-      # instruction's own ceiling, or the fp16 layer's floor for any wgmma design.
+      # instruction's own ceiling, or the floor of any wgmma design of the layer.
       src=$([[ $step == ceiling ]] && echo wgmma_ceiling || echo design_floor)
       mkdir -p build
       run_step "$step-build" nvcc -std=c++17 -O3 -arch=sm_90a -Xptxas -v -I op "benchmarks/micro/$src.cu" \

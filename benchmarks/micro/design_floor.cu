@@ -65,9 +65,9 @@ constexpr int kMaxSteps = 27;
 constexpr int kBOffset = 0;
 constexpr int kRingOffset = kMaxSteps * wg::kBlockBytes;                      // 82944
 constexpr int kStagingOffset = kRingOffset + kSlots * slot_bytes(Path::kHalf);  // 148480
-static_assert(kRingOffset + kSlots * slot_bytes(Path::kTf32) <= kStagingOffset + 6 * 64 * 96 * 2,
-              "float32 slots reach into the 16-bit staging, which float32 outputs do not use");
 constexpr int kSmemBytes = kStagingOffset + kConsumerGroups * 2 * kBlockOutBytes;  // 222208
+static_assert(kRingOffset + kSlots * slot_bytes(Path::kTf32) <= kSmemBytes,
+              "float32 slots reach into the 16-bit staging, which float32 outputs do not use");
 constexpr int kLaunchSmemBytes = kSmemBytes + 2 * kSlots * 8 + 1024;  // + barriers, + alignment slack
 static_assert(kLaunchSmemBytes <= 227 * 1024, "fits an H100/H200 SM");
 
@@ -89,7 +89,12 @@ constexpr const char* out_name(Out o) {
 // channel runs, if x * 2 bytes were a multiple of 16 (see the epilogue).
 constexpr int kPlane = 55 * 55, kBoxRows = 12;
 constexpr int kRegionBytes = kBoxRows * 128;  // one residue's box in shared memory
-static_assert(3 * alexconv::cuda::kStagedElems * 2 <= 2 * 3 * 64 * 96 * 2, "today's staging fits");
+static_assert(kConsumerGroups * cu::kStagedElems * 2 <= kSmemBytes - kStagingOffset, "today's staging fits");
+
+// Output pixel `pixel`'s offset in the NCHW output (channel 0), -1 past the batch.
+__device__ __forceinline__ int64_t nchw_offset(int64_t pixel) {
+  return pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
+}
 
 __global__ void fill(__half* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -152,8 +157,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
     int64_t rows[1][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int64_t pixel = int64_t(tile) * kTilePixels + group * 64 + warp * 16 + h * 8 + lane / 4;
-      rows[0][h] = pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
+      rows[0][h] = nchw_offset(int64_t(tile) * kTilePixels + group * 64 + warp * 16 + h * 8 + lane / 4);
     }
     cu::store_tile(reinterpret_cast<const float(&)[1][12][4]>(acc), rows, p, lane % 4, false);
     return;
@@ -163,10 +167,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
     cu::Problem p;
     p.output = out;
     p.out_stride[1] = kPlane;
-    const auto out_of = [&](int local) -> int64_t {
-      const int64_t pixel = int64_t(tile) * kTilePixels + local;
-      return pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
-    };
+    const auto out_of = [&](int local) { return nchw_offset(int64_t(tile) * kTilePixels + local); };
     cu::store_tile_staged<cu::DType::kFloat16>(reinterpret_cast<const float(&)[1][12][4]>(acc),
                                                reinterpret_cast<uint16_t*>(smem + kStagingOffset), p,
                                                group * 4 + warp, lane, false, out_of);
@@ -229,11 +230,11 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
   } else {
     // 96 channel runs of 64 pixels (128 B), as NCHW planes would take them.
     if (warp == 0) {
-      constexpr int64_t kPlane = int64_t(kTiles) * kConsumerGroups * 128;
+      constexpr int64_t kRunPlane = int64_t(kTiles) * kConsumerGroups * 128;  // one channel's runs
 #pragma unroll
       for (int i = 0; i < 3; ++i) {
         const int channel = lane * 3 + i;
-        bulk_store(reinterpret_cast<uint8_t*>(out) + channel * kPlane + block * 128,
+        bulk_store(reinterpret_cast<uint8_t*>(out) + channel * kRunPlane + block * 128,
                    cu::smem_address(staging) + channel * 128, 128);
       }
       bulk_commit();
