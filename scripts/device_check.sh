@@ -2,7 +2,7 @@
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
-#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile] [ceiling] [floor]
+#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile] [ceiling] [floor] [operands]
 #   (default: build test sanitize bench; sanitize = sanitize-a + sanitize-b, each of which
 #   fits one 600 s device call with a build)
 #
@@ -98,10 +98,11 @@ for step in "${steps[@]}"; do
       ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
-    ceiling|floor)
+    ceiling|floor|operands)
       # Microbenchmarks without the kernels around them (benchmarks/micro): the wgmma
-      # instruction's own ceiling, or the floor of any wgmma design of the layer.
-      src=$([[ $step == ceiling ]] && echo wgmma_ceiling || echo design_floor)
+      # instruction's own ceiling, the floor of any wgmma design of the layer, or the
+      # float32 path's floor once its operands are formed.
+      case $step in ceiling) src=wgmma_ceiling ;; floor) src=design_floor ;; *) src=fp32_operands ;; esac
       mkdir -p build
       run_step "$step-build" nvcc -std=c++17 -O3 -arch=sm_90a -Xptxas -v -I op "benchmarks/micro/$src.cu" \
         -o "build/$src" || break
@@ -123,5 +124,5 @@ for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
-for f in "$OUT"/ceiling.log "$OUT"/floor.log; do [[ -f $f ]] && grep "^|" "$f"; done
+for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log; do [[ -f $f ]] && grep "^|" "$f"; done
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL

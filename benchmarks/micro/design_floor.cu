@@ -25,25 +25,21 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "cuda/conv1_epilogue.cuh"  // store_tile_staged: today's 16-bit NCHW epilogue
 #include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
 #include "cuda/conv1_wgmma.cuh"
 #include "micro_common.cuh"  // CHECK, value_at, hopper_device
+#include "skeleton.cuh"      // the geometry, the float32 epilogue, the timing loop
 
 namespace cu = alexconv::cuda;
 namespace wg = alexconv::cuda::wgmma;
-
-constexpr int64_t kPixels = 256LL * 55 * 55;            // batch 256 at 224x224
-constexpr int kTilePixels = 192;
-constexpr int kTiles = int((kPixels + kTilePixels - 1) / kTilePixels);  // 4034
-constexpr int kConsumerGroups = 3, kThreads = 512;      // + one producer warpgroup
+using skeleton::kConsumerGroups, skeleton::kPixels, skeleton::kPlane, skeleton::kThreads,
+    skeleton::kTilePixels, skeleton::kTiles, skeleton::nchw_offset;
 // The issue's three paths: 16-bit in and out; float32 in and out multiplied as fp16 (TF32,
 // whose conversion is left out here); float32 multiplied as bf16x3 (three MMAs per step).
 enum class Path { kHalf, kTf32, kBf16x3 };
@@ -54,11 +50,11 @@ constexpr double target_ms(Path p) { return p == Path::kHalf ? 0.09 : p == Path:
 __host__ __device__ constexpr int in_bytes(Path p) { return p == Path::kHalf ? 2 : 4; }
 constexpr int kSlots = 4;
 __host__ __device__ constexpr int slot_bytes(Path p) { return p == Path::kHalf ? 16384 : 20480; }
-__host__ __device__ constexpr int stage_copy_bytes(Path p) { return 9600 / 2 * in_bytes(p); }  // a channel's 21 x 228 window
-__host__ __device__ constexpr int stage_stride(Path p) { return 6368 / 2 * in_bytes(p); }      // distinct input bytes per stage
-constexpr int64_t kInputBytes = int64_t(kTiles) * 3 * stage_stride(Path::kTf32) + stage_copy_bytes(Path::kTf32);
+__host__ __device__ constexpr int stage_copy_bytes(Path p) { return skeleton::stage_copy_bytes(in_bytes(p)); }
+__host__ __device__ constexpr int stage_stride(Path p) { return skeleton::stage_stride(in_bytes(p)); }
+constexpr int64_t kInputBytes = skeleton::input_bytes(4);
 constexpr int kBlockOutBytes = 64 * 96 * 2;              // a warpgroup's fp16 block
-constexpr int64_t kOutputBytes = int64_t(kTiles) * kTilePixels * 96 * 4;  // float32 NCHW and more
+constexpr int64_t kOutputBytes = skeleton::kFloat32OutputBytes;  // float32 NCHW and more
 constexpr int kABlockBytes = 64 * 32;                   // 64 rows x 16 K of fp16
 constexpr int kMaxSteps = 27;
 
@@ -87,14 +83,9 @@ constexpr const char* out_name(Out o) {
 // channels 8j .. 8j + 7 of image n -- channels c = 8j + r of one pixel run are one 2-D box
 // {64 pixels, 12 rows} at x = r * 3025 + q: 8 tensor stores would carry a warpgroup's 96
 // channel runs, if x * 2 bytes were a multiple of 16 (see the epilogue).
-constexpr int kPlane = 55 * 55, kBoxRows = 12;
+constexpr int kBoxRows = 12;
 constexpr int kRegionBytes = kBoxRows * 128;  // one residue's box in shared memory
 static_assert(kConsumerGroups * cu::kStagedElems * 2 <= kSmemBytes - kStagingOffset, "today's staging fits");
-
-// Output pixel `pixel`'s offset in the NCHW output (channel 0), -1 past the batch.
-__device__ __forceinline__ int64_t nchw_offset(int64_t pixel) {
-  return pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
-}
 
 __global__ void fill(__half* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -149,17 +140,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
   if constexpr (kOut == Out::kNone) return;
   const int warp = gtid / 32, lane = gtid % 32;
   if constexpr (kOut == Out::kFloat32) {
-    // The shipped float32 epilogue (conv1_epilogue.cuh): straight from the accumulators,
-    // lanes t and t ^ 2 swapping halves, to the real NCHW places.
-    cu::Problem p;
-    p.output = out;
-    p.out_stride[1] = kPlane;
-    int64_t rows[1][2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rows[0][h] = nchw_offset(int64_t(tile) * kTilePixels + group * 64 + warp * 16 + h * 8 + lane / 4);
-    }
-    cu::store_tile(reinterpret_cast<const float(&)[1][12][4]>(acc), rows, p, lane % 4, false);
+    skeleton::store_float32(acc, out, tile, group, gtid);
     return;
   }
   if constexpr (kOut == Out::kStaged) {
@@ -396,32 +377,16 @@ int measure(int sms, const __half* in, __half* out, const CUtensorMap& out_map, 
   const int reps = std::getenv("FLOOR_REPS") ? std::atoi(std::getenv("FLOOR_REPS")) : 50;
   auto kernel = floor_kernel<kSteps, kCopy, kOut, kOverlap, kPath>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kLaunchSmemBytes));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  std::vector<float> warm, cold;
-  for (int rep = 0; rep < reps + 10; ++rep) {
-    const bool flush_first = rep % 2 == 1;  // alternate: back to back, and after an L2 flush
-    if (flush_first) CHECK(cudaMemsetAsync(flush, rep & 0xFF, flush_bytes));
-    CHECK(cudaEventRecord(e0));
-    kernel<<<sms, kThreads, kLaunchSmemBytes>>>(in, out, out_map);
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep >= 10 || reps < 10) (flush_first ? cold : warm).push_back(ms);
-  }
-  std::sort(warm.begin(), warm.end());
-  std::sort(cold.begin(), cold.end());
-  const float w = warm[warm.size() / 2], c = cold[cold.size() / 2];
+  skeleton::Timing t;
+  if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kLaunchSmemBytes>>>(in, out, out_map); }, flush,
+                              flush_bytes, reps, t) != 0)
+    return 1;
+  const float w = t.warm_ms, c = t.cold_ms;
   const int mmas = kPath == Path::kBf16x3 ? 3 : 1;
   const double flops = 2.0 * kPixels * 96 * (kSteps * 16) * mmas;
   std::printf("| %s | %d | %s | %-33s | %s | %.4f | %.4f | %.0f | %.2fx |\n", path_name(kPath), kSteps * 16,
               kCopy ? "bulk copies" : "none", out_name(kOut), kOverlap ? "2" : "1", w, c, flops / (c * 1e-3) / 1e12,
               c / target_ms(kPath));
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
   return 0;
 }
 

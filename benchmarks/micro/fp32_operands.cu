@@ -1,0 +1,294 @@
+// What does forming the float32 path's bf16x3 operands cost, at the least? design_floor.cu
+// showed the fp32 target (0.25 ms on the H200) within reach of a skeleton whose A operand
+// is free: K = 368, windows landed by the copy engine and multiplied as they lie. Every
+// design that could really run keeps what that skeleton left out: a split of each input
+// into bf16 hi and lo parts, a layout the MMAs can read (the cheapest K any such layout
+// allows is 432: a window unit of 8 taps must be 8 adjacent values of one input row, so
+// each pixel's 11x11 taps take 12 x 12), and room for it beside B (hi and lo at K = 432:
+// 166 KB of the 227 KB). This skeleton adds exactly those, each in its cheapest form:
+//   - per (tile, channel) stage the copy engine lands the 19200-byte float32 window in one
+//     raw slot (all that is left beside B and two operand slots);
+//   - three producer warps split it, each thread taking a 16-byte unit of two adjacent
+//     input rows (4 columns each) into one 16-byte unit of a hi plane and one of a lo
+//     plane (rows paired so that 8 taps of a pixel are one unit: a 16-byte ldmatrix row or
+//     core-matrix row), with the shipped split (conv1_mma.cuh); the raw slot goes back to
+//     the copy engine as soon as they have read it;
+//   - the consumers multiply 64 pixels per warpgroup by B, three bf16 MMAs per K step,
+//     A either straight from the planes (SS wgmma) or through two ldmatrix.x4 per step and
+//     warp (RS wgmma, which reads each A byte once instead of the SS form's hi twice);
+//   - no output, or the shipped float32 epilogue to the real NCHW places.
+// Left out at zero cost: address and tile arithmetic, the 8-byte skew of a pixel's first
+// column in a 16-byte unit, bias, Inf/NaN checks, ragged edges. The same skeleton with A
+// free (read from the landed bytes, three slots, no producers) is timed beside it, at K =
+// 368 and 432, so that the cost of each part reads off as a difference in one run.
+//
+//   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/fp32_operands.cu -o build/fp32_operands
+//   build/fp32_operands           (scripts/device_check.sh operands)
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cuda/conv1_mma.cuh"       // split_bf16x2: the shipped input split
+#include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
+#include "cuda/conv1_wgmma.cuh"
+#include "micro_common.cuh"  // CHECK, value_at, hopper_device
+#include "skeleton.cuh"      // the geometry, the float32 epilogue, the timing loop
+
+namespace cu = alexconv::cuda;
+namespace wg = alexconv::cuda::wgmma;
+using skeleton::kConsumerGroups, skeleton::kThreads, skeleton::kTiles;
+
+// How A reaches the MMAs: free (the landed float32 bytes, as design_floor.cu), or split by
+// the producers into hi and lo planes and read from there by SS wgmmas or by ldmatrix.
+enum class Form { kFree, kSs, kRs };
+constexpr const char* form_name(Form f) {
+  return f == Form::kFree ? "free (landed bytes, no producers)"
+         : f == Form::kSs ? "split by producers, SS wgmma"
+                          : "split by producers, ldmatrix + RS wgmma";
+}
+
+constexpr double kTargetMs = 0.25;
+constexpr int kMaxSteps = 27;                                 // K = 432
+constexpr int kWindowBytes = skeleton::stage_copy_bytes(4);  // 19200: a float32 window
+constexpr int kPlaneBytes = kWindowBytes / 2;                 // its hi (or lo) parts in bf16
+constexpr int kRowUnits = 57;                                 // 16-byte units of a 228-column row
+constexpr int kSlotsAt = kMaxSteps * 2 * wg::kBlockBytes;     // B: hi and lo blocks, 165888 bytes
+constexpr int kSlots = 3;  // free: three landing slots; split: slot 0 raw, 1 and 2 planes
+constexpr int kSmemBytes = kSlotsAt + kSlots * kWindowBytes;  // 223488
+constexpr int kLaunchSmemBytes = kSmemBytes + 2 * kSlots * 8 + 128;  // + barriers, + alignment slack
+static_assert(kLaunchSmemBytes <= 227 * 1024, "fits an H100/H200 SM");
+constexpr int kABlockBytes = 64 * 32;  // 64 rows x 16 K of bf16
+constexpr int kConverters = 96;        // producer warps 1-3; warp 0's first thread copies
+static_assert(kWindowBytes % (2 * 16) == 0 && kSlotsAt % 128 == 0, "planes of whole units, aligned slots");
+
+__global__ void fill(__half* p, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = value_at(uint32_t(i));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// A tile's K steps over its three channel stages: 8, 8, 7 for K = 368; 9 each for 432.
+__host__ __device__ constexpr int steps_in_stage(int steps, int c) { return (steps + 2 - c) / 3; }
+
+// The producers' split of one stage: raw window -> hi and lo planes. Unit v of a plane
+// holds 4 columns of window row 2p and the same 4 of row 2p + 1 (v = p * 57 + q); the
+// odd 21st row pairs with itself.
+__device__ __forceinline__ void split_window(const uint4* raw, uint4* hi, uint4* lo, int ctid) {
+  constexpr int kUnits = kWindowBytes / 16;
+  for (int v = ctid; v < kUnits / 2; v += kConverters) {
+    const int first = 2 * (v / kRowUnits) * kRowUnits + v % kRowUnits;
+    const int second = first + kRowUnits < kUnits ? first + kRowUnits : first;
+    const uint4 a = raw[first], b = raw[second];
+    uint32_t h[4], l[4];
+    constexpr auto kNearest = cu::mma::Round::kNearest;
+    cu::mma::split_bf16x2(__uint_as_float(a.x), __uint_as_float(a.y), h[0], l[0], kNearest);
+    cu::mma::split_bf16x2(__uint_as_float(a.z), __uint_as_float(a.w), h[1], l[1], kNearest);
+    cu::mma::split_bf16x2(__uint_as_float(b.x), __uint_as_float(b.y), h[2], l[2], kNearest);
+    cu::mma::split_bf16x2(__uint_as_float(b.z), __uint_as_float(b.w), h[3], l[3], kNearest);
+    hi[v] = make_uint4(h[0], h[1], h[2], h[3]);
+    lo[v] = make_uint4(l[0], l[1], l[2], l[3]);
+  }
+}
+
+template <Form kForm, int kSteps, bool kStore>
+__global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in, float* out) {
+  extern __shared__ __align__(16) uint8_t raw_smem[];
+  uint8_t* smem = raw_smem + ((128 - (cu::smem_address(raw_smem) & 127)) & 127);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kSmemBytes);
+  uint64_t* empty = full + kSlots;
+  const auto slot_at = [&](int slot) { return smem + kSlotsAt + slot * kWindowBytes; };
+  const int tid = threadIdx.x;
+  const int group = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (C7520)
+  // Finite bf16 operands for B and the slots (the free form reads the latter as they lie).
+  for (int i = tid; i < kSmemBytes / 16; i += kThreads) {
+    const uint32_t v = 0x38003800u | ((uint32_t(i) * 0x00070003u) & 0x03FF03FFu);
+    reinterpret_cast<uint4*>(smem)[i] = make_uint4(v, v ^ 0x00010001u, v ^ 0x00020002u, v ^ 0x00030003u);
+  }
+  constexpr bool kSplit = kForm != Form::kFree;
+  // Who frees an operand slot: one thread per warpgroup after its MMAs are done (SS and
+  // free), every consumer thread after its last ldmatrix (RS).
+  constexpr int kReleases = kForm == Form::kRs ? kConsumerGroups * 128 : kConsumerGroups;
+  if (tid == 0) {
+    for (int s = 0; s < kSlots; ++s) {
+      const bool raw_slot = kSplit && s == 0;
+      cu::barrier_init(&full[s], raw_slot || !kSplit ? 1 : kConverters);  // landed, or split
+      cu::barrier_init(&empty[s], raw_slot ? kConverters : kReleases);
+    }
+    cu::barrier_init_fence();
+  }
+  cu::fence_async_proxy();
+  __syncthreads();
+
+  if (group == kConsumerGroups) {
+    const int ptid = tid - kConsumerGroups * 128;
+    int stage = 0;
+    if (ptid == 0) {  // one thread issues every copy: into the ring (free) or the raw slot
+      for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+        for (int c = 0; c < 3; ++c, ++stage) {
+          const int slot = kSplit ? 0 : stage % kSlots;
+          const int use = kSplit ? stage : stage / kSlots;
+          cu::barrier_wait(&empty[slot], (use & 1) ^ 1);
+          cu::barrier_arrive_expect_bytes(&full[slot], kWindowBytes);
+          cu::bulk_copy(cu::smem_address(slot_at(slot)), in + (int64_t(tile) * 3 + c) * skeleton::stage_stride(4),
+                        kWindowBytes, &full[slot]);
+        }
+      }
+      return;
+    }
+    if (!kSplit || ptid < 32) return;
+    const int ctid = ptid - 32;
+    for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+      for (int c = 0; c < 3; ++c, ++stage) {
+        const int slot = 1 + stage % 2;
+        cu::barrier_wait(&full[0], stage & 1);                   // the raw window landed
+        cu::barrier_wait(&empty[slot], ((stage / 2) & 1) ^ 1);  // the planes' last reader is done
+        uint8_t* planes = slot_at(slot);
+        split_window(reinterpret_cast<const uint4*>(slot_at(0)), reinterpret_cast<uint4*>(planes),
+                     reinterpret_cast<uint4*>(planes + kPlaneBytes), ctid);
+        // The planes go to the tensor cores (async proxy); the raw slot to the next copy.
+        cu::fence_async_proxy();
+        cu::barrier_arrive(&empty[0]);
+        cu::barrier_arrive(&full[slot]);
+      }
+    }
+    return;
+  }
+
+  const int gtid = tid % 128, warp = gtid / 32, lane = gtid % 32;
+  const uint32_t b_all = cu::smem_address(smem);
+  // ldmatrix.x4 row addresses: lanes 8i..8i+7 give matrix i's rows -- pixel rows 0-7 / 8-15
+  // of the warp's 16 (i = 0, 1; then 2, 3) at K units 0 and 1 (8 taps each, the second the
+  // next 16 bytes, as adjacent cells of one row pair lie). Every matrix reads 128
+  // contiguous bytes: no bank conflict.
+  const uint32_t ld_row = ((warp * 16 + lane % 8 + (lane / 8) % 2 * 8) + lane / 16) * 16;
+  float acc[12][4];
+  int stage = 0;
+  for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+#pragma unroll
+    for (int i = 0; i < 12; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+    int in_flight = -1;  // the previous stage's slot, released once its MMAs are done (SS, free)
+#pragma unroll
+    for (int c = 0; c < 3; ++c, ++stage) {
+      const int slot = kSplit ? 1 + stage % 2 : stage % kSlots;
+      cu::barrier_wait(&full[slot], ((kSplit ? stage / 2 : stage / kSlots) & 1));
+      __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
+      const uint32_t a_addr = cu::smem_address(slot_at(slot)) + group * kABlockBytes;
+      const uint32_t b_addr = b_all + c * steps_in_stage(kSteps, 0) * 2 * wg::kBlockBytes;
+      // Descriptors from lane 0's starts, so that ptxas keeps them in uniform registers.
+      const uint32_t starts = wg::uniform_starts(a_addr, b_addr);
+      const auto b = wg::blocks_from_start(starts >> 16);
+      if constexpr (kForm != Form::kRs) {
+        const auto a = wg::Operand::from_start(starts & 0xffffu, wg::kLeadingBytes, wg::kStrideBytes);
+        wg::fence();
+#pragma unroll
+        for (int s = 0; s < steps_in_stage(kSteps, c); ++s) {
+          // Warpgroup g's steps alternate between 2 KB blocks g and g + 1 of each plane.
+          const uint32_t a_hi = (s % 2) * kABlockBytes / 16, a_lo = a_hi + kPlaneBytes / 16;
+          const uint32_t b_hi = 2 * s * wg::kBlockUnits, b_lo = b_hi + wg::kBlockUnits;
+          wg::bf16_m64n96k16_ss(acc, a.at(a_lo), b.at(b_hi));  // small terms first
+          wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_lo));
+          wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_hi));
+        }
+        wg::commit();  // one group per stage, as the space-to-depth kernel does
+        if (in_flight >= 0) {
+          wg::wait<1>();  // the previous stage's MMAs are done with its slot
+          if (gtid == 0) cu::barrier_arrive(&empty[in_flight]);
+        }
+        in_flight = slot;
+      } else {
+        // A in registers, two sets: step s loads into the set step s - 2 used, which the
+        // wait of step s - 1 has seen finish.
+        uint32_t hi[2][4], lo[2][4];
+#pragma unroll
+        for (int s = 0; s < steps_in_stage(kSteps, c); ++s) {
+          // Step s: row pair s / 3, cells s % 3 (within the plane's first 5 KB).
+          const uint32_t at = a_addr + ld_row + (s / 3) * 1024 + (s % 3) * 16;
+          ldmatrix_x4(hi[s % 2], at);
+          ldmatrix_x4(lo[s % 2], at + kPlaneBytes);
+          wg::fence();
+          const uint32_t b_hi = 2 * s * wg::kBlockUnits, b_lo = b_hi + wg::kBlockUnits;
+          wg::bf16_m64n96k16(acc, lo[s % 2], b.at(b_hi));
+          wg::bf16_m64n96k16(acc, hi[s % 2], b.at(b_lo));
+          wg::bf16_m64n96k16(acc, hi[s % 2], b.at(b_hi));
+          wg::commit();
+          wg::wait<1>();
+        }
+        cu::barrier_arrive(&empty[slot]);  // this thread's ldmatrix reads are done
+      }
+    }
+    wg::wait<0>();
+    wg::fence_accumulators(acc);
+    if (kForm != Form::kRs && gtid == 0) cu::barrier_arrive(&empty[in_flight]);
+    if constexpr (kStore) skeleton::store_float32(acc, out, tile, group, gtid);
+  }
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 12; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sum += acc[i][j];
+  if (sum == 12345.f) out[tid] = sum;  // keeps the MMAs alive in every variant
+}
+
+template <Form kForm, int kSteps, bool kStore>
+int measure(int sms, const uint8_t* in, float* out, uint8_t* flush, size_t flush_bytes, float free_ms[2]) {
+  const int reps = std::getenv("FLOOR_REPS") ? std::atoi(std::getenv("FLOOR_REPS")) : 50;
+  auto kernel = operands_kernel<kForm, kSteps, kStore>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kLaunchSmemBytes));
+  skeleton::Timing t;
+  if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kLaunchSmemBytes>>>(in, out); }, flush, flush_bytes,
+                              reps, t) != 0)
+    return 1;
+  // The free form at K = 432 is the reference for the split forms' cost.
+  if (kForm == Form::kFree && kSteps == kMaxSteps) free_ms[kStore] = t.cold_ms;
+  const double flops = 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
+  char formation[32] = "";
+  if (kForm != Form::kFree) std::snprintf(formation, sizeof formation, "%+.4f", t.cold_ms - free_ms[kStore]);
+  std::printf("| %-40s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm), kSteps * 16,
+              kStore ? "today's float32 NCHW stores" : "none", t.warm_ms, t.cold_ms, flops / (t.cold_ms * 1e-3) / 1e12,
+              t.cold_ms / kTargetMs, formation);
+  return 0;
+}
+
+int main() {
+  int sms = 0;
+  cudaDeviceProp prop;
+  if (hopper_device(sms, prop) != 0) return 1;
+  uint8_t *in = nullptr, *flush = nullptr;
+  float* out = nullptr;
+  const size_t flush_bytes = size_t(256) << 20;
+  CHECK(cudaMalloc(&in, skeleton::input_bytes(4)));
+  CHECK(cudaMalloc(&out, skeleton::kFloat32OutputBytes));
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  // Pairs of fp16 values in [-1, 1) read as float32: finite, normal, nonzero.
+  fill<<<4 * sms, 256>>>(reinterpret_cast<__half*>(in), skeleton::input_bytes(4) / 2);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::printf("%s, %d SMs; fp32 (bf16x3) at 224x224, batch 256: %d tiles of %d pixels, a %d-byte float32 window "
+              "per (tile, channel), B %d bytes resident; target %.2f ms\n\n",
+              prop.name, sms, kTiles, skeleton::kTilePixels, kWindowBytes, kSlotsAt, kTargetMs);
+  std::printf("| A operand | K | output | ms, back to back | ms, cold L2 | TFLOP/s (cold) | of target | formation "
+              "(cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|\n");
+  float free_ms[2] = {0.f, 0.f};
+  int rc = 0;
+  rc |= measure<Form::kFree, 23, false>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 23, true>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
+  CHECK(cudaFree(in));
+  CHECK(cudaFree(out));
+  CHECK(cudaFree(flush));
+  return rc;
+}
