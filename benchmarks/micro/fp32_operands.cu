@@ -48,6 +48,13 @@ constexpr const char* form_name(Form f) {
          : f == Form::kSs ? "split by producers, SS wgmma"
                           : "split by producers, ldmatrix + RS wgmma";
 }
+// MMAs per K step: bf16x3's three, or the one lever left beside them (perf-notes, "Two
+// MMAs for float32"): an fp16 hi*hi and one e4m3 k32 for both corrections, from planes
+// of the same bytes (SS only: as RS wgmmas, ptxas serialised every pair, C7513).
+// None at all prices the producers' own pace.
+constexpr const char* mmas_name(int mmas) {
+  return mmas == 3 ? "bf16 x3" : mmas == 2 ? "fp16 + e4m3 k32" : "none";
+}
 
 constexpr double kTargetMs = 0.25;
 constexpr int kMaxSteps = 27;                                 // K = 432
@@ -66,6 +73,11 @@ static_assert(kWindowBytes % (2 * 16) == 0 && kSlotsAt % 128 == 0, "planes of wh
 __global__ void fill(__half* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     p[i] = value_at(uint32_t(i));
+}
+
+// d += A x B (shared memory, e4m3), K = 32: a bf16 k16's time and operand bytes.
+__device__ __forceinline__ void e4m3_m64n96k32_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
+  ALEXCONV_WGMMA_SS("m64n96k32.f32.e4m3.e4m3", "1, 1");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -97,7 +109,7 @@ __device__ __forceinline__ void split_window(const uint4* raw, uint4* hi, uint4*
   }
 }
 
-template <Form kForm, int kSteps, bool kStore>
+template <Form kForm, int kSteps, bool kStore, int kMmas>
 __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in, float* out) {
   extern __shared__ __align__(16) uint8_t raw_smem[];
   uint8_t* smem = raw_smem + ((128 - (cu::smem_address(raw_smem) & 127)) & 127);
@@ -114,7 +126,9 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
   constexpr bool kSplit = kForm != Form::kFree;
   // Who frees an operand slot: one thread per warpgroup after its MMAs are done (SS and
   // free), every consumer thread after its last ldmatrix (RS).
-  constexpr int kReleases = kForm == Form::kRs ? kConsumerGroups * 128 : kConsumerGroups;
+  static_assert(kMmas == 3 || kForm != Form::kRs, "two MMAs per step: SS only");
+  constexpr bool kRegistersA = kForm == Form::kRs;
+  constexpr int kReleases = kRegistersA ? kConsumerGroups * 128 : kConsumerGroups;
   if (tid == 0) {
     for (int s = 0; s < kSlots; ++s) {
       const bool raw_slot = kSplit && s == 0;
@@ -169,6 +183,10 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
   // contiguous bytes: no bank conflict.
   const uint32_t ld_row = ((warp * 16 + lane % 8 + (lane / 8) % 2 * 8) + lane / 16) * 16;
   float acc[12][4];
+  // RS: A in registers, two sets by the parity of the tile's K step (9 per stage: odd, so
+  // stages alternate too). Step k loads into the set of step k - 2, which the wait of step
+  // k - 1 has seen finish.
+  uint32_t hi[2][4], lo[2][4];
   int stage = 0;
   for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
 #pragma unroll
@@ -186,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
       // Descriptors from lane 0's starts, so that ptxas keeps them in uniform registers.
       const uint32_t starts = wg::uniform_starts(a_addr, b_addr);
       const auto b = wg::blocks_from_start(starts >> 16);
-      if constexpr (kForm != Form::kRs) {
+      if constexpr (!kRegistersA) {
         const auto a = wg::Operand::from_start(starts & 0xffffu, wg::kLeadingBytes, wg::kStrideBytes);
         wg::fence();
 #pragma unroll
@@ -194,9 +212,15 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
           // Warpgroup g's steps alternate between 2 KB blocks g and g + 1 of each plane.
           const uint32_t a_hi = (s % 2) * kABlockBytes / 16, a_lo = a_hi + kPlaneBytes / 16;
           const uint32_t b_hi = 2 * s * wg::kBlockUnits, b_lo = b_hi + wg::kBlockUnits;
-          wg::bf16_m64n96k16_ss(acc, a.at(a_lo), b.at(b_hi));  // small terms first
-          wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_lo));
-          wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_hi));
+          if constexpr (kMmas == 0) {
+          } else if constexpr (kMmas == 3) {
+            wg::bf16_m64n96k16_ss(acc, a.at(a_lo), b.at(b_hi));  // small terms first
+            wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_lo));
+            wg::bf16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_hi));
+          } else {  // the second plane and block as e4m3 corrections, 32 K values per row pair
+            e4m3_m64n96k32_ss(acc, a.at(a_lo), b.at(b_lo));
+            wg::f16_m64n96k16_ss(acc, a.at(a_hi), b.at(b_hi));
+          }
         }
         wg::commit();  // one group per stage, as the space-to-depth kernel does
         if (in_flight >= 0) {
@@ -205,20 +229,18 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
         }
         in_flight = slot;
       } else {
-        // A in registers, two sets: step s loads into the set step s - 2 used, which the
-        // wait of step s - 1 has seen finish.
-        uint32_t hi[2][4], lo[2][4];
 #pragma unroll
         for (int s = 0; s < steps_in_stage(kSteps, c); ++s) {
           // Step s: row pair s / 3, cells s % 3 (within the plane's first 5 KB).
           const uint32_t at = a_addr + ld_row + (s / 3) * 1024 + (s % 3) * 16;
-          ldmatrix_x4(hi[s % 2], at);
-          ldmatrix_x4(lo[s % 2], at + kPlaneBytes);
+          const int set = (c * steps_in_stage(kSteps, 0) + s) % 2;
+          ldmatrix_x4(hi[set], at);
+          ldmatrix_x4(lo[set], at + kPlaneBytes);
           wg::fence();
           const uint32_t b_hi = 2 * s * wg::kBlockUnits, b_lo = b_hi + wg::kBlockUnits;
-          wg::bf16_m64n96k16(acc, lo[s % 2], b.at(b_hi));
-          wg::bf16_m64n96k16(acc, hi[s % 2], b.at(b_lo));
-          wg::bf16_m64n96k16(acc, hi[s % 2], b.at(b_hi));
+          wg::bf16_m64n96k16(acc, lo[set], b.at(b_hi));
+          wg::bf16_m64n96k16(acc, hi[set], b.at(b_lo));
+          wg::bf16_m64n96k16(acc, hi[set], b.at(b_hi));
           wg::commit();
           wg::wait<1>();
         }
@@ -227,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
     }
     wg::wait<0>();
     wg::fence_accumulators(acc);
-    if (kForm != Form::kRs && gtid == 0) cu::barrier_arrive(&empty[in_flight]);
+    if (!kRegistersA && gtid == 0) cu::barrier_arrive(&empty[in_flight]);
     if constexpr (kStore) skeleton::store_float32(acc, out, tile, group, gtid);
   }
   float sum = 0.f;
@@ -238,23 +260,25 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
   if (sum == 12345.f) out[tid] = sum;  // keeps the MMAs alive in every variant
 }
 
-template <Form kForm, int kSteps, bool kStore>
-int measure(int sms, const uint8_t* in, float* out, uint8_t* flush, size_t flush_bytes, float free_ms[2]) {
+template <Form kForm, int kSteps, bool kStore, int kMmas = 3>
+int measure(int sms, const uint8_t* in, float* out, uint8_t* flush, size_t flush_bytes, float (&free_ms)[4]) {
   const int reps = std::getenv("FLOOR_REPS") ? std::atoi(std::getenv("FLOOR_REPS")) : 50;
-  auto kernel = operands_kernel<kForm, kSteps, kStore>;
+  auto kernel = operands_kernel<kForm, kSteps, kStore, kMmas>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kLaunchSmemBytes));
   skeleton::Timing t;
   if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kLaunchSmemBytes>>>(in, out); }, flush, flush_bytes,
                               reps, t) != 0)
     return 1;
   // The free form at K = 432 is the reference for the split forms' cost.
-  if (kForm == Form::kFree && kSteps == kMaxSteps) free_ms[kStore] = t.cold_ms;
+  float& reference = free_ms[(kMmas != 3) * 2 + kStore];
+  if (kForm == Form::kFree && kSteps == kMaxSteps) reference = t.cold_ms;
+  // Tensor work in k16 bf16 units: three per step, or an fp16 k16 and an e4m3 k32 (two).
   const double flops = 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
   char formation[32] = "";
-  if (kForm != Form::kFree) std::snprintf(formation, sizeof formation, "%+.4f", t.cold_ms - free_ms[kStore]);
-  std::printf("| %-40s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm), kSteps * 16,
-              kStore ? "today's float32 NCHW stores" : "none", t.warm_ms, t.cold_ms, flops / (t.cold_ms * 1e-3) / 1e12,
-              t.cold_ms / kTargetMs, formation);
+  if (kForm != Form::kFree && kMmas != 0) std::snprintf(formation, sizeof formation, "%+.4f", t.cold_ms - reference);
+  std::printf("| %-40s | %-15s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm),
+              mmas_name(kMmas), kSteps * 16, kStore ? "today's float32 NCHW stores" : "none", t.warm_ms, t.cold_ms,
+              flops / (t.cold_ms * 1e-3) / 1e12, t.cold_ms / kTargetMs, formation);
   return 0;
 }
 
@@ -275,9 +299,9 @@ int main() {
   std::printf("%s, %d SMs; fp32 (bf16x3) at 224x224, batch 256: %d tiles of %d pixels, a %d-byte float32 window "
               "per (tile, channel), B %d bytes resident; target %.2f ms\n\n",
               prop.name, sms, kTiles, skeleton::kTilePixels, kWindowBytes, kSlotsAt, kTargetMs);
-  std::printf("| A operand | K | output | ms, back to back | ms, cold L2 | TFLOP/s (cold) | of target | formation "
-              "(cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|\n");
-  float free_ms[2] = {0.f, 0.f};
+  std::printf("| A operand | MMAs per step | K | output | ms, back to back | ms, cold L2 | tensor TFLOP/s (cold) | "
+              "of target | formation (cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|---|\n");
+  float free_ms[4] = {0.f, 0.f, 0.f, 0.f};  // [two MMAs][output]
   int rc = 0;
   rc |= measure<Form::kFree, 23, false>(sms, in, out, flush, flush_bytes, free_ms);
   rc |= measure<Form::kFree, 23, true>(sms, in, out, flush, flush_bytes, free_ms);
@@ -287,6 +311,11 @@ int main() {
   rc |= measure<Form::kSs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
   rc |= measure<Form::kRs, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
   rc |= measure<Form::kRs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, false, 2>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, true, 2>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false, 2>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, true, 2>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false, 0>(sms, in, out, flush, flush_bytes, free_ms);
   CHECK(cudaFree(in));
   CHECK(cudaFree(out));
   CHECK(cudaFree(flush));
