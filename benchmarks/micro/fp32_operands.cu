@@ -273,7 +273,7 @@ int measure(int sms, const uint8_t* in, float* out, uint8_t* flush, size_t flush
   float& reference = free_ms[(kMmas != 3) * 2 + kStore];
   if (kForm == Form::kFree && kSteps == kMaxSteps) reference = t.cold_ms;
   // Tensor work in k16 bf16 units: three per step, or an fp16 k16 and an e4m3 k32 (two).
-  const double flops = 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
+  const double flops = kMmas == 0 ? 0.0 : 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
   char formation[32] = "";
   if (kForm != Form::kFree && kMmas != 0) std::snprintf(formation, sizeof formation, "%+.4f", t.cold_ms - reference);
   std::printf("| %-40s | %-15s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm),
