@@ -17,6 +17,8 @@
 //     A either straight from the planes (SS wgmma) or through two ldmatrix.x4 per step and
 //     warp (RS wgmma, which reads each A byte once instead of the SS form's hi twice);
 //   - no output, or the shipped float32 epilogue to the real NCHW places.
+// Beside bf16x3 it prices two ways out: two MMAs per step instead of three (fp16 + e4m3),
+// and B streamed a channel per stage, which makes room for four operand slots.
 // Left out at zero cost: address and tile arithmetic, the 8-byte skew of a pixel's first
 // column in a 16-byte unit, bias, Inf/NaN checks, ragged edges. The same skeleton with A
 // free (read from the landed bytes, three slots, no producers) is timed beside it, at K =
@@ -29,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "cuda/conv1_mma.cuh"       // split_bf16x2: the shipped input split
 #include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
@@ -61,14 +64,25 @@ constexpr int kMaxSteps = 27;                                 // K = 432
 constexpr int kWindowBytes = skeleton::stage_copy_bytes(4);  // 19200: a float32 window
 constexpr int kPlaneBytes = kWindowBytes / 2;                 // its hi (or lo) parts in bf16
 constexpr int kRowUnits = 57;                                 // 16-byte units of a 228-column row
-constexpr int kSlotsAt = kMaxSteps * 2 * wg::kBlockBytes;     // B: hi and lo blocks, 165888 bytes
-constexpr int kSlots = 3;  // free: three landing slots; split: slot 0 raw, 1 and 2 planes
-constexpr int kSmemBytes = kSlotsAt + kSlots * kWindowBytes;  // 223488
-constexpr int kLaunchSmemBytes = kSmemBytes + 2 * kSlots * 8 + 128;  // + barriers, + alignment slack
-static_assert(kLaunchSmemBytes <= 227 * 1024, "fits an H100/H200 SM");
+constexpr int kStageSteps = kMaxSteps / 3;
+constexpr int kStageBBytes = kStageSteps * 2 * wg::kBlockBytes;  // a channel's hi and lo blocks, 55296
 constexpr int kABlockBytes = 64 * 32;  // 64 rows x 16 K of bf16
 constexpr int kConverters = 96;        // producer warps 1-3; warp 0's first thread copies
-static_assert(kWindowBytes % (2 * 16) == 0 && kSlotsAt % 128 == 0, "planes of whole units, aligned slots");
+static_assert(kWindowBytes % (2 * 16) == 0, "planes of whole units");
+
+// Where B lives: resident (all three channels: 166 KB), or streamed -- a channel's 55 KB per
+// stage, copied from L2 (a packed buffer in global memory) into one of two B slots -- which
+// leaves room for four operand slots instead of two. Then window slots: free, landing
+// slots; split, slot 0 raw and the others planes.
+template <bool kStreamB>
+struct Layout {
+  static constexpr int kSlotsAt = kStreamB ? 2 * kStageBBytes : 3 * kStageBBytes;
+  static constexpr int kSlots = kStreamB ? 5 : 3;
+  static constexpr int kSmemBytes = kSlotsAt + kSlots * kWindowBytes;
+  // + full and empty per slot, per B slot when streamed; + alignment slack.
+  static constexpr int kLaunchSmemBytes = kSmemBytes + (2 * kSlots + 4) * 8 + 128;
+  static_assert(kLaunchSmemBytes <= 227 * 1024 && kSlotsAt % 128 == 0, "fits an H100/H200 SM, aligned slots");
+};
 
 __global__ void fill(__half* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -109,12 +123,19 @@ __device__ __forceinline__ void split_window(const uint4* raw, uint4* hi, uint4*
   }
 }
 
-template <Form kForm, int kSteps, bool kStore, int kMmas>
-__global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in, float* out) {
+template <Form kForm, int kSteps, bool kStore, int kMmas, bool kStreamB>
+__global__ void __launch_bounds__(kThreads, 1)
+    operands_kernel(const uint8_t* in, float* out, const uint8_t* b_global, int tiles) {
+  using L = Layout<kStreamB>;
+  constexpr int kSlots = L::kSlots, kSlotsAt = L::kSlotsAt, kSmemBytes = L::kSmemBytes;
+  constexpr int kPlaneSlots = kSlots - 1;
+  static_assert(!kStreamB || kSteps == kMaxSteps, "a streamed B is a channel's 9 steps");
   extern __shared__ __align__(16) uint8_t raw_smem[];
   uint8_t* smem = raw_smem + ((128 - (cu::smem_address(raw_smem) & 127)) & 127);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kSmemBytes);
   uint64_t* empty = full + kSlots;
+  uint64_t* b_full = empty + kSlots;  // streamed B's two slots
+  uint64_t* b_empty = b_full + 2;
   const auto slot_at = [&](int slot) { return smem + kSlotsAt + slot * kWindowBytes; };
   const int tid = threadIdx.x;
   const int group = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (C7520)
@@ -135,6 +156,10 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
       cu::barrier_init(&full[s], raw_slot || !kSplit ? 1 : kConverters);  // landed, or split
       cu::barrier_init(&empty[s], raw_slot ? kConverters : kReleases);
     }
+    for (int s = 0; s < 2; ++s) {
+      cu::barrier_init(&b_full[s], 1);
+      cu::barrier_init(&b_empty[s], kConsumerGroups);
+    }
     cu::barrier_init_fence();
   }
   cu::fence_async_proxy();
@@ -144,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
     const int ptid = tid - kConsumerGroups * 128;
     int stage = 0;
     if (ptid == 0) {  // one thread issues every copy: into the ring (free) or the raw slot
-      for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         for (int c = 0; c < 3; ++c, ++stage) {
           const int slot = kSplit ? 0 : stage % kSlots;
           const int use = kSplit ? stage : stage / kSlots;
@@ -152,17 +177,23 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
           cu::barrier_arrive_expect_bytes(&full[slot], kWindowBytes);
           cu::bulk_copy(cu::smem_address(slot_at(slot)), in + (int64_t(tile) * 3 + c) * skeleton::stage_stride(4),
                         kWindowBytes, &full[slot]);
+          if constexpr (kStreamB) {
+            cu::barrier_wait(&b_empty[stage % 2], ((stage / 2) & 1) ^ 1);
+            cu::barrier_arrive_expect_bytes(&b_full[stage % 2], kStageBBytes);
+            cu::bulk_copy(cu::smem_address(smem + (stage % 2) * kStageBBytes), b_global + c * kStageBBytes,
+                          kStageBBytes, &b_full[stage % 2]);
+          }
         }
       }
       return;
     }
     if (!kSplit || ptid < 32) return;
     const int ctid = ptid - 32;
-    for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       for (int c = 0; c < 3; ++c, ++stage) {
-        const int slot = 1 + stage % 2;
-        cu::barrier_wait(&full[0], stage & 1);                   // the raw window landed
-        cu::barrier_wait(&empty[slot], ((stage / 2) & 1) ^ 1);  // the planes' last reader is done
+        const int slot = 1 + stage % kPlaneSlots;
+        cu::barrier_wait(&full[0], stage & 1);                             // the raw window landed
+        cu::barrier_wait(&empty[slot], ((stage / kPlaneSlots) & 1) ^ 1);  // the planes' last reader is done
         uint8_t* planes = slot_at(slot);
         split_window(reinterpret_cast<const uint4*>(slot_at(0)), reinterpret_cast<uint4*>(planes),
                      reinterpret_cast<uint4*>(planes + kPlaneBytes), ctid);
@@ -188,19 +219,27 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
   // k - 1 has seen finish.
   uint32_t hi[2][4], lo[2][4];
   int stage = 0;
-  for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
 #pragma unroll
     for (int i = 0; i < 12; ++i)
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
     int in_flight = -1;  // the previous stage's slot, released once its MMAs are done (SS, free)
+    int b_in_flight = -1;  // the previous stage's B slot (streamed), likewise (every form)
+    // A streamed B slot is free once the MMAs that read it are: after the wait that follows them.
+    const auto release_b = [&] {
+      if (kStreamB && b_in_flight >= 0 && gtid == 0) cu::barrier_arrive(&b_empty[b_in_flight]);
+      b_in_flight = -1;
+    };
 #pragma unroll
     for (int c = 0; c < 3; ++c, ++stage) {
-      const int slot = kSplit ? 1 + stage % 2 : stage % kSlots;
-      cu::barrier_wait(&full[slot], ((kSplit ? stage / 2 : stage / kSlots) & 1));
+      const int slot = kSplit ? 1 + stage % kPlaneSlots : stage % kSlots;
+      cu::barrier_wait(&full[slot], ((kSplit ? stage / kPlaneSlots : stage / kSlots) & 1));
+      if constexpr (kStreamB) cu::barrier_wait(&b_full[stage % 2], (stage / 2) & 1);
       __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
       const uint32_t a_addr = cu::smem_address(slot_at(slot)) + group * kABlockBytes;
-      const uint32_t b_addr = b_all + c * steps_in_stage(kSteps, 0) * 2 * wg::kBlockBytes;
+      const uint32_t b_addr = kStreamB ? b_all + (stage % 2) * kStageBBytes
+                                       : b_all + c * steps_in_stage(kSteps, 0) * 2 * wg::kBlockBytes;
       // Descriptors from lane 0's starts, so that ptxas keeps them in uniform registers.
       const uint32_t starts = wg::uniform_starts(a_addr, b_addr);
       const auto b = wg::blocks_from_start(starts >> 16);
@@ -226,6 +265,7 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
         if (in_flight >= 0) {
           wg::wait<1>();  // the previous stage's MMAs are done with its slot
           if (gtid == 0) cu::barrier_arrive(&empty[in_flight]);
+          release_b();
         }
         in_flight = slot;
       } else {
@@ -243,13 +283,16 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
           wg::bf16_m64n96k16(acc, hi[set], b.at(b_hi));
           wg::commit();
           wg::wait<1>();
+          if (s == 0) release_b();  // the previous stage's last MMAs are done
         }
         cu::barrier_arrive(&empty[slot]);  // this thread's ldmatrix reads are done
       }
+      b_in_flight = stage % 2;
     }
     wg::wait<0>();
     wg::fence_accumulators(acc);
     if (!kRegistersA && gtid == 0) cu::barrier_arrive(&empty[in_flight]);
+    release_b();
     if constexpr (kStore) skeleton::store_float32(acc, out, tile, group, gtid);
   }
   float sum = 0.f;
@@ -260,24 +303,31 @@ __global__ void __launch_bounds__(kThreads, 1) operands_kernel(const uint8_t* in
   if (sum == 12345.f) out[tid] = sum;  // keeps the MMAs alive in every variant
 }
 
-template <Form kForm, int kSteps, bool kStore, int kMmas = 3>
-int measure(int sms, const uint8_t* in, float* out, uint8_t* flush, size_t flush_bytes, float (&free_ms)[4]) {
+template <Form kForm, int kSteps, bool kStore, int kMmas = 3, bool kStreamB = false>
+int measure(int sms, const uint8_t* in, float* out, const uint8_t* b_global, uint8_t* flush, size_t flush_bytes,
+            float (&free_ms)[6]) {
+  // FLOOR_ONLY=<text> runs only the forms whose name contains it; FLOOR_REPS and
+  // FLOOR_TILES shrink a run for compute-sanitizer (e.g. 2 launches of 264 tiles).
+  const char* only = std::getenv("FLOOR_ONLY");
+  if (only != nullptr && std::strstr(form_name(kForm), only) == nullptr) return 0;
   const int reps = std::getenv("FLOOR_REPS") ? std::atoi(std::getenv("FLOOR_REPS")) : 50;
-  auto kernel = operands_kernel<kForm, kSteps, kStore, kMmas>;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kLaunchSmemBytes));
+  const int tiles = std::getenv("FLOOR_TILES") ? std::atoi(std::getenv("FLOOR_TILES")) : kTiles;
+  auto kernel = operands_kernel<kForm, kSteps, kStore, kMmas, kStreamB>;
+  constexpr int kSmem = Layout<kStreamB>::kLaunchSmemBytes;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   skeleton::Timing t;
-  if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kLaunchSmemBytes>>>(in, out); }, flush, flush_bytes,
+  if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kSmem>>>(in, out, b_global, tiles); }, flush, flush_bytes,
                               reps, t) != 0)
     return 1;
-  // The free form at K = 432 is the reference for the split forms' cost.
-  float& reference = free_ms[(kMmas != 3) * 2 + kStore];
+  // The free form at K = 432 (same MMAs, same B) is the reference for the split forms' cost.
+  float& reference = free_ms[(kStreamB ? 2 : kMmas != 3) * 2 + kStore];
   if (kForm == Form::kFree && kSteps == kMaxSteps) reference = t.cold_ms;
   // Tensor work in k16 bf16 units: three per step, or an fp16 k16 and an e4m3 k32 (two).
   const double flops = kMmas == 0 ? 0.0 : 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
   char formation[32] = "";
   if (kForm != Form::kFree && kMmas != 0) std::snprintf(formation, sizeof formation, "%+.4f", t.cold_ms - reference);
-  std::printf("| %-40s | %-15s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm),
-              mmas_name(kMmas), kSteps * 16, kStore ? "today's float32 NCHW stores" : "none", t.warm_ms, t.cold_ms,
+  std::printf("| %-40s | %-15s | %-8s | %d | %-28s | %.4f | %.4f | %.0f | %.2fx | %s |\n", form_name(kForm),
+              mmas_name(kMmas), kStreamB ? "streamed" : "resident", kSteps * 16, kStore ? "today's float32 NCHW stores" : "none", t.warm_ms, t.cold_ms,
               flops / (t.cold_ms * 1e-3) / 1e12, t.cold_ms / kTargetMs, formation);
   return 0;
 }
@@ -286,38 +336,47 @@ int main() {
   int sms = 0;
   cudaDeviceProp prop;
   if (hopper_device(sms, prop) != 0) return 1;
-  uint8_t *in = nullptr, *flush = nullptr;
+  uint8_t *in = nullptr, *b_global = nullptr, *flush = nullptr;
   float* out = nullptr;
   const size_t flush_bytes = size_t(256) << 20;
   CHECK(cudaMalloc(&in, skeleton::input_bytes(4)));
   CHECK(cudaMalloc(&out, skeleton::kFloat32OutputBytes));
   CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMalloc(&b_global, 3 * kStageBBytes));  // B packed for streaming: a channel per stage
   // Pairs of fp16 values in [-1, 1) read as float32: finite, normal, nonzero.
   fill<<<4 * sms, 256>>>(reinterpret_cast<__half*>(in), skeleton::input_bytes(4) / 2);
   CHECK(cudaGetLastError());
+  fill<<<sms, 256>>>(reinterpret_cast<__half*>(b_global), 3 * kStageBBytes / 2);
+  CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   std::printf("%s, %d SMs; fp32 (bf16x3) at 224x224, batch 256: %d tiles of %d pixels, a %d-byte float32 window "
-              "per (tile, channel), B %d bytes resident; target %.2f ms\n\n",
-              prop.name, sms, kTiles, skeleton::kTilePixels, kWindowBytes, kSlotsAt, kTargetMs);
-  std::printf("| A operand | MMAs per step | K | output | ms, back to back | ms, cold L2 | tensor TFLOP/s (cold) | "
-              "of target | formation (cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|---|\n");
-  float free_ms[4] = {0.f, 0.f, 0.f, 0.f};  // [two MMAs][output]
+              "per (tile, channel), B %d bytes (resident, or a channel's %d per stage); target %.2f ms\n\n",
+              prop.name, sms, kTiles, skeleton::kTilePixels, kWindowBytes, 3 * kStageBBytes, kStageBBytes,
+              kTargetMs);
+  std::printf("| A operand | MMAs per step | B | K | output | ms, back to back | ms, cold L2 | tensor TFLOP/s (cold) "
+              "| of target | formation (cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  float free_ms[6] = {};  // the free form's times at 432: [three MMAs, two, streamed B][output]
   int rc = 0;
-  rc |= measure<Form::kFree, 23, false>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kFree, 23, true>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kFree, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kFree, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kSs, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kSs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kRs, 27, false>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kRs, 27, true>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kFree, 27, false, 2>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kFree, 27, true, 2>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kSs, 27, false, 2>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kSs, 27, true, 2>(sms, in, out, flush, flush_bytes, free_ms);
-  rc |= measure<Form::kSs, 27, false, 0>(sms, in, out, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 23, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 23, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, false, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, true, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, true, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kSs, 27, false, 0>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, false, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, 27, true, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, false, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kRs, 27, true, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   CHECK(cudaFree(in));
   CHECK(cudaFree(out));
   CHECK(cudaFree(flush));
+  CHECK(cudaFree(b_global));
   return rc;
 }

@@ -57,14 +57,15 @@ struct Timing {
 
 // Medians of `reps` timed launches, alternating: back to back, and after a write of
 // `flush` (256 MB: the L2 holds nothing of the input, as do_bench's flush). Ten
-// untimed launches first; with fewer than ten reps (a sanitizer run) all are kept.
+// untimed launches first, but for fewer than ten reps (a sanitizer run; at least 2).
 template <class Launch>
 int time_launches(Launch launch, uint8_t* flush, size_t flush_bytes, int reps, Timing& t) {
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
   std::vector<float> warm, cold;
-  for (int rep = 0; rep < reps + 10; ++rep) {
+  const int untimed = reps < 10 ? 0 : 10;
+  for (int rep = 0; rep < reps + untimed; ++rep) {
     const bool flush_first = rep % 2 == 1;
     if (flush_first) CHECK(cudaMemsetAsync(flush, rep & 0xFF, flush_bytes));
     CHECK(cudaEventRecord(e0));
@@ -74,7 +75,7 @@ int time_launches(Launch launch, uint8_t* flush, size_t flush_bytes, int reps, T
     CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep >= 10 || reps < 10) (flush_first ? cold : warm).push_back(ms);
+    if (rep >= untimed) (flush_first ? cold : warm).push_back(ms);
   }
   std::sort(warm.begin(), warm.end());
   std::sort(cold.begin(), cold.end());
