@@ -18,7 +18,9 @@
 //     warp (RS wgmma, which reads each A byte once instead of the SS form's hi twice);
 //   - no output, or the shipped float32 epilogue to the real NCHW places.
 // Beside bf16x3 it prices two ways out: two MMAs per step instead of three (fp16 + e4m3),
-// and B streamed a channel per stage, which makes room for four operand slots.
+// and B streamed a channel per stage, which makes room for four operand slots. And the
+// one family with a smaller K: the shipped kernel's per-element register gather at K = 384
+// (B 147 KB, four landing slots), its split words taken as landed.
 // Left out at zero cost: address and tile arithmetic, the 8-byte skew of a pixel's first
 // column in a 16-byte unit, bias, Inf/NaN checks, ragged edges. The same skeleton with A
 // free (read from the landed bytes, three slots, no producers) is timed beside it, at K =
@@ -43,13 +45,16 @@ namespace cu = alexconv::cuda;
 namespace wg = alexconv::cuda::wgmma;
 using skeleton::kConsumerGroups, skeleton::kThreads, skeleton::kTiles;
 
-// How A reaches the MMAs: free (the landed float32 bytes, as design_floor.cu), or split by
-// the producers into hi and lo planes and read from there by SS wgmmas or by ldmatrix.
-enum class Form { kFree, kSs, kRs };
+// How A reaches the MMAs: free (the landed float32 bytes, as design_floor.cu); split by
+// the producers into hi and lo planes and read from there by SS wgmmas or by ldmatrix; or
+// gathered word by word into registers as the shipped kernel does at K = 384 (its split
+// words taken as landed, for free), the one form that needs no 12 x 12 layout.
+enum class Form { kFree, kSs, kRs, kGather };
 constexpr const char* form_name(Form f) {
-  return f == Form::kFree ? "free (landed bytes, no producers)"
-         : f == Form::kSs ? "split by producers, SS wgmma"
-                          : "split by producers, ldmatrix + RS wgmma";
+  return f == Form::kFree   ? "free (landed bytes, no producers)"
+         : f == Form::kSs   ? "split by producers, SS wgmma"
+         : f == Form::kRs   ? "split by producers, ldmatrix + RS wgmma"
+                            : "shipped register gather, RS wgmma";
 }
 // MMAs per K step: bf16x3's three, or the one lever left beside them (perf-notes, "Two
 // MMAs for float32"): an fp16 hi*hi and one e4m3 k32 for both corrections, from planes
@@ -70,15 +75,18 @@ constexpr int kABlockBytes = 64 * 32;  // 64 rows x 16 K of bf16
 constexpr int kConverters = 96;        // producer warps 1-3; warp 0's first thread copies
 static_assert(kWindowBytes % (2 * 16) == 0, "planes of whole units");
 
-// Where B lives: resident (all three channels: 166 KB), or streamed -- a channel's 55 KB per
-// stage, copied from L2 (a packed buffer in global memory) into one of two B slots -- which
-// leaves room for four operand slots instead of two. Then window slots: free, landing
-// slots; split, slot 0 raw and the others planes.
-template <bool kStreamB>
+// Where B lives: resident (all three channels: 166 KB at K = 432, 147 KB at 384), or
+// streamed -- a channel's 55 KB per stage, copied from L2 (a packed buffer in global
+// memory) into one of two B slots -- which leaves room for four operand slots instead of
+// two. Then window slots (free and gather: landing slots; split: slot 0 raw, the others
+// planes), and the gather's table of tap offsets.
+constexpr int kGatherSteps = 24;  // K = 384: 8 steps per channel (conv1_mma.cuh's K order)
+template <bool kStreamB, int kSteps>
 struct Layout {
-  static constexpr int kSlotsAt = kStreamB ? 2 * kStageBBytes : 3 * kStageBBytes;
-  static constexpr int kSlots = kStreamB ? 5 : 3;
-  static constexpr int kSmemBytes = kSlotsAt + kSlots * kWindowBytes;
+  static constexpr int kSlotsAt = kStreamB ? 2 * kStageBBytes : kSteps * 2 * wg::kBlockBytes;
+  static constexpr int kSlots = kStreamB ? 5 : kSteps == kGatherSteps ? 4 : 3;
+  static constexpr int kTableAt = kSlotsAt + kSlots * kWindowBytes;
+  static constexpr int kSmemBytes = kTableAt + kGatherSteps / 3 * 4 * 16;
   // + full and empty per slot, per B slot when streamed; + alignment slack.
   static constexpr int kLaunchSmemBytes = kSmemBytes + (2 * kSlots + 4) * 8 + 128;
   static_assert(kLaunchSmemBytes <= 227 * 1024 && kSlotsAt % 128 == 0, "fits an H100/H200 SM, aligned slots");
@@ -123,10 +131,40 @@ __device__ __forceinline__ void split_window(const uint4* raw, uint4* hi, uint4*
   }
 }
 
+// The shipped gather's loads for one step (conv1_igemm.cu, load_step): the thread's words
+// of pixel rows g and g + 8 (window offsets `rows`) at its 4 tap columns (offsets k4, from
+// the table): adjacent pairs as one 8-byte load in steps 0-6, tap by tap in step 7.
+__device__ __forceinline__ void gather_words(uint32_t (&x)[2][4], const uint32_t* window, const int (&rows)[2],
+                                             int4 k4, int step) {
+  const int ko[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t* at = window + rows[h];
+    if (step < cu::mma::kPairedSteps) {
+#pragma unroll
+      for (int j = 0; j < 4; j += 2) {
+        const uint2 v = *reinterpret_cast<const uint2*>(at + ko[j]);
+        x[h][j] = v.x;
+        x[h][j + 1] = v.y;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[h][j] = at[ko[j]];
+    }
+  }
+}
+
+// The tap of col c (0..15) of a step in the shipped K order, and its window offset in words.
+__host__ __device__ constexpr int gather_tap(int step, int c) {
+  return cu::mma::paired_tap(step * 8 + c / 2, c % 2);
+}
+constexpr int kWindowPitch = 228, kFirstPaddedStep = cu::mma::kAdjacentPairs / 8;
+
 template <Form kForm, int kSteps, bool kStore, int kMmas, bool kStreamB>
 __global__ void __launch_bounds__(kThreads, 1)
     operands_kernel(const uint8_t* in, float* out, const uint8_t* b_global, int tiles) {
-  using L = Layout<kStreamB>;
+  using L = Layout<kStreamB, kSteps>;
+  static_assert(kForm != Form::kGather || kSteps == kGatherSteps, "the gather's K order is 8 steps a channel");
   constexpr int kSlots = L::kSlots, kSlotsAt = L::kSlotsAt, kSmemBytes = L::kSmemBytes;
   constexpr int kPlaneSlots = kSlots - 1;
   static_assert(!kStreamB || kSteps == kMaxSteps, "a streamed B is a channel's 9 steps");
@@ -140,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tid = threadIdx.x;
   const int group = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (C7520)
   // Finite bf16 operands for B and the slots (the free form reads the latter as they lie).
-  for (int i = tid; i < kSmemBytes / 16; i += kThreads) {
+  for (int i = tid; i < L::kTableAt / 16; i += kThreads) {
     const uint32_t v = 0x38003800u | ((uint32_t(i) * 0x00070003u) & 0x03FF03FFu);
     reinterpret_cast<uint4*>(smem)[i] = make_uint4(v, v ^ 0x00010001u, v ^ 0x00020002u, v ^ 0x00030003u);
   }
@@ -148,8 +186,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Who frees an operand slot: one thread per warpgroup after its MMAs are done (SS and
   // free), every consumer thread after its last ldmatrix (RS).
   static_assert(kMmas == 3 || kForm != Form::kRs, "two MMAs per step: SS only");
-  constexpr bool kRegistersA = kForm == Form::kRs;
+  constexpr bool kRegistersA = kForm == Form::kRs || kForm == Form::kGather;
   constexpr int kReleases = kRegistersA ? kConsumerGroups * 128 : kConsumerGroups;
+  if (tid < kGatherSteps / 3 * 4) {  // the gather's tap offsets, per (step, t) as the shipped table
+    const int step = tid / 4, t = tid % 4;
+    int off[4];
+    for (int j = 0; j < 4; ++j) {
+      const int tap = gather_tap(step, cu::mma::col_k16(t, j));
+      off[j] = tap < cu::mma::kTapsPerChannel ? tap / 11 * kWindowPitch + tap % 11 : 0;
+    }
+    reinterpret_cast<int4*>(smem + L::kTableAt)[tid] = make_int4(off[0], off[1], off[2], off[3]);
+  }
   if (tid == 0) {
     for (int s = 0; s < kSlots; ++s) {
       const bool raw_slot = kSplit && s == 0;
@@ -218,6 +265,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   // stages alternate too). Step k loads into the set of step k - 2, which the wait of step
   // k - 1 has seen finish.
   uint32_t hi[2][4], lo[2][4];
+  // The gather's pixel rows g and g + 8 (consecutive pixels of 55-wide output rows, two
+  // output rows apart at most), and which of its cols are padding in steps 6 and 7.
+  int rows[2];
+  uint32_t padding = 0;
+  if constexpr (kForm == Form::kGather) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int p = group * 64 + warp * 16 + h * 8 + lane / 4;
+      rows[h] = p / 55 % 2 * 4 * kWindowPitch + p % 55 * 4;
+    }
+    for (int step = kFirstPaddedStep; step < kGatherSteps / 3; ++step)
+      for (int j = 0; j < 4; ++j)
+        if (gather_tap(step, cu::mma::col_k16(lane % 4, j)) >= cu::mma::kTapsPerChannel)
+          padding |= 1u << ((step - kFirstPaddedStep) * 4 + j);
+  }
+  const int4* koff = reinterpret_cast<const int4*>(smem + L::kTableAt) + lane % 4;
   int stage = 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
 #pragma unroll
@@ -269,13 +332,30 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         in_flight = slot;
       } else {
+        // The gather loads a step's words one step ahead, as the shipped kernel does.
+        const uint32_t* window = reinterpret_cast<const uint32_t*>(slot_at(slot));
+        uint32_t cur[2][4], nxt[2][4];
+        if constexpr (kForm == Form::kGather) gather_words(cur, window, rows, koff[0], 0);
 #pragma unroll
         for (int s = 0; s < steps_in_stage(kSteps, c); ++s) {
-          // Step s: row pair s / 3, cells s % 3 (within the plane's first 5 KB).
-          const uint32_t at = a_addr + ld_row + (s / 3) * 1024 + (s % 3) * 16;
           const int set = (c * steps_in_stage(kSteps, 0) + s) % 2;
-          ldmatrix_x4(hi[set], at);
-          ldmatrix_x4(lo[set], at + kPlaneBytes);
+          if constexpr (kForm == Form::kGather) {
+            if (s + 1 < steps_in_stage(kSteps, c)) gather_words(nxt, window, rows, koff[(s + 1) * 4], s + 1);
+            if (s >= kFirstPaddedStep) {  // zero A at padding taps (an Inf input would give NaN)
+#pragma unroll
+              for (int j = 0; j < 4; ++j)
+                if ((padding >> ((s - kFirstPaddedStep) * 4 + j)) & 1) cur[0][j] = cur[1][j] = 0;
+            }
+            cu::mma::Bf16x3::A a;
+            cu::mma::Bf16x3::make_a(a, cur);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) hi[set][r] = a.hi[r], lo[set][r] = a.lo[r];
+          } else {
+            // Step s: row pair s / 3, cells s % 3 (within the plane's first 5 KB).
+            const uint32_t at = a_addr + ld_row + (s / 3) * 1024 + (s % 3) * 16;
+            ldmatrix_x4(hi[set], at);
+            ldmatrix_x4(lo[set], at + kPlaneBytes);
+          }
           wg::fence();
           const uint32_t b_hi = 2 * s * wg::kBlockUnits, b_lo = b_hi + wg::kBlockUnits;
           wg::bf16_m64n96k16(acc, lo[set], b.at(b_hi));
@@ -284,8 +364,14 @@ __global__ void __launch_bounds__(kThreads, 1)
           wg::commit();
           wg::wait<1>();
           if (s == 0) release_b();  // the previous stage's last MMAs are done
+          if constexpr (kForm == Form::kGather) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int j = 0; j < 4; ++j) cur[h][j] = nxt[h][j];
+          }
         }
-        cu::barrier_arrive(&empty[slot]);  // this thread's ldmatrix reads are done
+        cu::barrier_arrive(&empty[slot]);  // this thread's loads from the slot are done
       }
       b_in_flight = stage % 2;
     }
@@ -305,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <Form kForm, int kSteps, bool kStore, int kMmas = 3, bool kStreamB = false>
 int measure(int sms, const uint8_t* in, float* out, const uint8_t* b_global, uint8_t* flush, size_t flush_bytes,
-            float (&free_ms)[6]) {
+            float (&free_ms)[8]) {
   // FLOOR_ONLY=<text> runs only the forms whose name contains it; FLOOR_REPS and
   // FLOOR_TILES shrink a run for compute-sanitizer (e.g. 2 launches of 264 tiles).
   const char* only = std::getenv("FLOOR_ONLY");
@@ -313,15 +399,15 @@ int measure(int sms, const uint8_t* in, float* out, const uint8_t* b_global, uin
   const int reps = std::getenv("FLOOR_REPS") ? std::atoi(std::getenv("FLOOR_REPS")) : 50;
   const int tiles = std::getenv("FLOOR_TILES") ? std::atoi(std::getenv("FLOOR_TILES")) : kTiles;
   auto kernel = operands_kernel<kForm, kSteps, kStore, kMmas, kStreamB>;
-  constexpr int kSmem = Layout<kStreamB>::kLaunchSmemBytes;
+  constexpr int kSmem = Layout<kStreamB, kSteps>::kLaunchSmemBytes;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   skeleton::Timing t;
   if (skeleton::time_launches([&] { kernel<<<sms, kThreads, kSmem>>>(in, out, b_global, tiles); }, flush, flush_bytes,
                               reps, t) != 0)
     return 1;
-  // The free form at K = 432 (same MMAs, same B) is the reference for the split forms' cost.
-  float& reference = free_ms[(kStreamB ? 2 : kMmas != 3) * 2 + kStore];
-  if (kForm == Form::kFree && kSteps == kMaxSteps) reference = t.cold_ms;
+  // The free form with the same K, MMAs and B is the reference for the other forms' cost.
+  float& reference = free_ms[(kSteps == kGatherSteps ? 3 : kStreamB ? 2 : kMmas != 3) * 2 + kStore];
+  if (kForm == Form::kFree && kSteps != 23) reference = t.cold_ms;
   // Tensor work in k16 bf16 units: three per step, or an fp16 k16 and an e4m3 k32 (two).
   const double flops = kMmas == 0 ? 0.0 : 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
   char formation[32] = "";
@@ -354,8 +440,8 @@ int main() {
               prop.name, sms, kTiles, skeleton::kTilePixels, kWindowBytes, 3 * kStageBBytes, kStageBBytes,
               kTargetMs);
   std::printf("| A operand | MMAs per step | B | K | output | ms, back to back | ms, cold L2 | tensor TFLOP/s (cold) "
-              "| of target | formation (cold, vs free at 432) |\n|---|---|---|---|---|---|---|---|---|---|\n");
-  float free_ms[6] = {};  // the free form's times at 432: [three MMAs, two, streamed B][output]
+              "| of target | formation (cold, vs free at that K and B) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  float free_ms[8] = {};  // the free form's times: [432, 432 two MMAs, 432 streamed B, 384][output]
   int rc = 0;
   rc |= measure<Form::kFree, 23, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kFree, 23, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
@@ -370,6 +456,10 @@ int main() {
   rc |= measure<Form::kSs, 27, false, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kSs, 27, true, 2>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kSs, 27, false, 0>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, kGatherSteps, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kFree, kGatherSteps, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kGather, kGatherSteps, false>(sms, in, out, b_global, flush, flush_bytes, free_ms);
+  rc |= measure<Form::kGather, kGatherSteps, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kFree, 27, false, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kFree, 27, true, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
   rc |= measure<Form::kRs, 27, false, 3, true>(sms, in, out, b_global, flush, flush_bytes, free_ms);
