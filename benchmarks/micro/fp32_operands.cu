@@ -23,8 +23,10 @@
 // (B 147 KB, four landing slots), its split words taken as landed.
 // Left out at zero cost: address and tile arithmetic, the 8-byte skew of a pixel's first
 // column in a 16-byte unit, bias, Inf/NaN checks, ragged edges. The same skeleton with A
-// free (read from the landed bytes, three slots, no producers) is timed beside it, at K =
-// 368 and 432, so that the cost of each part reads off as a difference in one run.
+// free (read from the landed bytes, no producers) is timed beside each form, with its K
+// and B, so that the cost of each part reads off as a difference in one run. Measured
+// results: fp32_operands-h200.txt; what they mean: docs/perf-notes.md, "The float32
+// path's operands, measured (session 36)".
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/fp32_operands.cu -o build/fp32_operands
 //   build/fp32_operands           (scripts/device_check.sh operands)
