@@ -38,8 +38,8 @@
 
 namespace cu = alexconv::cuda;
 namespace wg = alexconv::cuda::wgmma;
-using skeleton::kConsumerGroups, skeleton::kPixels, skeleton::kPlane, skeleton::kThreads,
-    skeleton::kTilePixels, skeleton::kTiles, skeleton::nchw_offset;
+using skeleton::fill, skeleton::kConsumerGroups, skeleton::kPixels, skeleton::kPlane, skeleton::kThreads,
+    skeleton::kTilePixels, skeleton::kTiles, skeleton::nchw_offset, skeleton::steps_in_stage;
 // The issue's three paths: 16-bit in and out; float32 in and out multiplied as fp16 (TF32,
 // whose conversion is left out here); float32 multiplied as bf16x3 (three MMAs per step).
 enum class Path { kHalf, kTf32, kBf16x3 };
@@ -86,11 +86,6 @@ constexpr const char* out_name(Out o) {
 constexpr int kBoxRows = 12;
 constexpr int kRegionBytes = kBoxRows * 128;  // one residue's box in shared memory
 static_assert(kConsumerGroups * cu::kStagedElems * 2 <= kSmemBytes - kStagingOffset, "today's staging fits");
-
-__global__ void fill(__half* p, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = value_at(uint32_t(i));
-}
 
 __device__ __forceinline__ uint32_t pack_half2(float a, float b) {
   const __half2 h = __floats2half2_rn(a, b);
@@ -224,9 +219,6 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
   }
 }
 
-// A tile's K steps over its three channel stages: 8, 8, 7 for K = 368; 9 each for 432.
-__host__ __device__ constexpr int steps_in_stage(int steps, int c) { return (steps + 2 - c) / 3; }
-
 template <int kSteps, bool kCopy, Out kOut, bool kOverlap, Path kPath>
 __global__ void __launch_bounds__(kThreads, 1)
     floor_kernel(const __half* in, __half* out, const __grid_constant__ CUtensorMap out_map) {
@@ -238,12 +230,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* empty = full + kSlots;
   const int tid = threadIdx.x;
   const int group = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (C7520)
-  // Finite fp16 operands in [0.5, 1) for B and the ring (variants without copies read
-  // these), written 16 bytes at a time: a prologue far cheaper than any real kernel's.
-  for (int i = tid; i < kStagingOffset / 16; i += kThreads) {
-    const uint32_t v = 0x38003800u | ((uint32_t(i) * 0x00070003u) & 0x03FF03FFu);
-    reinterpret_cast<uint4*>(smem)[i] = make_uint4(v, v ^ 0x00010001u, v ^ 0x00020002u, v ^ 0x00030003u);
-  }
+  skeleton::fill_operands(smem, kStagingOffset, tid, kThreads);
   if (tid == 0) {
     for (int s = 0; s < kSlots; ++s) {
       cu::barrier_init(&full[s], 1);

@@ -45,7 +45,7 @@
 
 namespace cu = alexconv::cuda;
 namespace wg = alexconv::cuda::wgmma;
-using skeleton::kConsumerGroups, skeleton::kThreads, skeleton::kTiles;
+using skeleton::fill, skeleton::kConsumerGroups, skeleton::kThreads, skeleton::kTiles, skeleton::steps_in_stage;
 
 // How A reaches the MMAs: free (the landed float32 bytes, as design_floor.cu); split by
 // the producers into hi and lo planes and read from there by SS wgmmas or by ldmatrix; or
@@ -94,11 +94,6 @@ struct Layout {
   static_assert(kLaunchSmemBytes <= 227 * 1024 && kSlotsAt % 128 == 0, "fits an H100/H200 SM, aligned slots");
 };
 
-__global__ void fill(__half* p, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = value_at(uint32_t(i));
-}
-
 // d += A x B (shared memory, e4m3), K = 32: a bf16 k16's time and operand bytes.
 __device__ __forceinline__ void e4m3_m64n96k32_ss(float (&d)[12][4], uint64_t a, uint64_t b) {
   ALEXCONV_WGMMA_SS("m64n96k32.f32.e4m3.e4m3", "1, 1");
@@ -109,9 +104,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
-
-// A tile's K steps over its three channel stages: 8, 8, 7 for K = 368; 9 each for 432.
-__host__ __device__ constexpr int steps_in_stage(int steps, int c) { return (steps + 2 - c) / 3; }
 
 // The producers' split of one stage: raw window -> hi and lo planes. Unit v of a plane
 // holds 4 columns of window row 2p and the same 4 of row 2p + 1 (v = p * 57 + q); the
@@ -179,11 +171,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto slot_at = [&](int slot) { return smem + kSlotsAt + slot * kWindowBytes; };
   const int tid = threadIdx.x;
   const int group = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (C7520)
-  // Finite bf16 operands for B and the slots (the free form reads the latter as they lie).
-  for (int i = tid; i < L::kTableAt / 16; i += kThreads) {
-    const uint32_t v = 0x38003800u | ((uint32_t(i) * 0x00070003u) & 0x03FF03FFu);
-    reinterpret_cast<uint4*>(smem)[i] = make_uint4(v, v ^ 0x00010001u, v ^ 0x00020002u, v ^ 0x00030003u);
-  }
+  skeleton::fill_operands(smem, L::kTableAt, tid, kThreads);  // the free form reads the slots as they lie
   constexpr bool kSplit = kForm != Form::kFree;
   // Who frees an operand slot: one thread per warpgroup after its MMAs are done (SS and
   // free), every consumer thread after its last ldmatrix (RS).
@@ -409,7 +397,7 @@ int measure(int sms, const uint8_t* in, float* out, const uint8_t* b_global, uin
     return 1;
   // The free form with the same K, MMAs and B is the reference for the other forms' cost.
   float& reference = free_ms[(kSteps == kGatherSteps ? 3 : kStreamB ? 2 : kMmas != 3) * 2 + kStore];
-  if (kForm == Form::kFree && kSteps != 23) reference = t.cold_ms;
+  if (kForm == Form::kFree && (kSteps == kMaxSteps || kSteps == kGatherSteps)) reference = t.cold_ms;
   // Tensor work in k16 bf16 units: three per step, or an fp16 k16 and an e4m3 k32 (two).
   const double flops = kMmas == 0 ? 0.0 : 2.0 * skeleton::kPixels * 96 * (kSteps * 16) * 3;
   char formation[32] = "";

@@ -29,6 +29,26 @@ constexpr int64_t input_bytes(int elem_bytes) {
 }
 constexpr int64_t kFloat32OutputBytes = int64_t(kTiles) * kTilePixels * 96 * 4;
 
+// A tile's K steps over its three channel stages: 8, 8, 7 for K = 368; 8 each for 384; 9
+// each for 432.
+__host__ __device__ constexpr int steps_in_stage(int steps, int c) { return (steps + 2 - c) / 3; }
+
+// Nonzero fp16 test values (value_at) in global memory: inputs, packed weights.
+__global__ void fill(__half* p, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = value_at(uint32_t(i));
+}
+
+// Finite fp16 (and bf16) operands in [0.5, 1) for B and the ring's slots (what the variants
+// without copies or producers read), `bytes` of shared memory from `smem`, 16 bytes at a
+// time by the whole CTA: a prologue far cheaper than any real kernel's.
+__device__ __forceinline__ void fill_operands(uint8_t* smem, int bytes, int tid, int threads) {
+  for (int i = tid; i < bytes / 16; i += threads) {
+    const uint32_t v = 0x38003800u | ((uint32_t(i) * 0x00070003u) & 0x03FF03FFu);
+    reinterpret_cast<uint4*>(smem)[i] = make_uint4(v, v ^ 0x00010001u, v ^ 0x00020002u, v ^ 0x00030003u);
+  }
+}
+
 // Output pixel `pixel`'s offset in the NCHW output (channel 0), -1 past the batch.
 __device__ __forceinline__ int64_t nchw_offset(int64_t pixel) {
   return pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
@@ -57,9 +77,10 @@ struct Timing {
 
 // Medians of `reps` timed launches, alternating: back to back, and after a write of
 // `flush` (256 MB: the L2 holds nothing of the input, as do_bench's flush). Ten
-// untimed launches first, but for fewer than ten reps (a sanitizer run; at least 2).
+// untimed launches first, but for fewer than ten reps (a sanitizer run).
 template <class Launch>
 int time_launches(Launch launch, uint8_t* flush, size_t flush_bytes, int reps, Timing& t) {
+  reps = reps < 2 ? 2 : reps;  // one of each kind at least
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
