@@ -216,7 +216,7 @@ def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
 
 
 # Rows whose W stride is not a multiple of 16 bytes (227: TMA cannot cut them) reach the
-# space-to-depth kernel as one bulk copy of each window's rows (conv1_s2d_copies.cuh,
+# space-to-depth kernel as one bulk copy of each window's rows (op/cuda/s2d/copies.cuh,
 # SpanCopies): read at 2-byte alignment, padding masked, and the input's last elements
 # past its last 16-byte boundary stored by the copying thread (contiguous batch 1 and 3:
 # the input ends 6 and 2 bytes past one in 16 bits, 12 and 4 in float32; batch 8 ends on
@@ -253,7 +253,7 @@ def test_rows_not_16_byte_aligned(dtype, allow_tf32, view, n):
 # channels_last inputs: a pixel's three channels lie side by side, so the space-to-depth
 # kernel stages a tile's three channel windows with one bulk copy of its rows (SpanCopies
 # with kAllChannels), read back 6 or 12 bytes per element apart. Auto takes it at every
-# batch here (small batches too: s2d_preferred), as does scripts/device_check.sh's forced
+# batch here (small batches too: s2d_preferred in op/cuda/dispatch.cpp), as does scripts/device_check.sh's forced
 # run. The views: a wider storage row (pitch), a 16-byte storage offset, and a
 # one-element offset (not 16-byte aligned: element loads). Large values at the input's first and last pixels
 # (all channels) show one lost or misplaced. At 227 the input ends past a 16-byte
@@ -291,7 +291,7 @@ def test_channels_last_rows_in_one_copy(dtype, allow_tf32, view, n, size):
 # More tiles than an H100 or H200 has multiprocessors, in plans of two or more strips
 # (both kernels at 512, the register-gather kernel at 256): every CTA takes several
 # tiles. At 400 images of 256x256 (float32: the register-gather kernel unless forced)
-# each takes over 64, in a contiguous run (conv1_tiling.h, CtaOrder).
+# each takes over 64, in a contiguous run (op/cuda/igemm/tile_plan.h, CtaOrder).
 MANY_TILES = [(16, 256, 256), (2, 512, 512)]
 
 
@@ -311,7 +311,7 @@ def test_long_runs_of_tiles(allow_tf32):
     assert_matches_reference(conv1(x, weight, bias, allow_tf32), x, weight, bias, allow_tf32)
 
 
-# allow_tf32 on Hopper multiplies float32 as fp16 (conv1_s2d.cu): the weights come scaled by a
+# allow_tf32 on Hopper multiplies float32 as fp16 (op/cuda/s2d/s2d.cu): the weights come scaled by a
 # power of two, and tiles holding values past fp16's range, or nothing of 2^-10 or more but
 # something nonzero, are computed exactly. Scales far outside fp16's range, for the whole
 # tensor, one image or a few values, must still meet the TF32 contract -- per image, without

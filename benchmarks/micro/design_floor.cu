@@ -12,7 +12,7 @@
 //     as if the permute, gather or conversion came for free;
 //   - the output bytes, one way per row of the table: 16-bit blocks by 6 stmatrix.x4 per
 //     thread and the copy engine (one 12 KB store; 96 128-byte runs; 8 2-D boxes), or the
-//     shipped epilogues themselves (conv1_epilogue.cuh) to the real NCHW places; with one
+//     shipped epilogues themselves (op/cuda/common/epilogue.cuh) to the real NCHW places; with one
 //     accumulator set or two (the previous tile stored under the next one's first stage).
 // Left out, each at zero cost: A's formation, address and tile arithmetic, bias, Inf/NaN
 // checks, ragged edges and misaligned runs. Real designs can only be slower: where this
@@ -30,9 +30,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/conv1_epilogue.cuh"  // store_tile_staged: today's 16-bit NCHW epilogue
-#include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
-#include "cuda/conv1_wgmma.cuh"
+#include "cuda/common/epilogue.cuh"  // store_tile_staged: today's 16-bit NCHW epilogue
+#include "cuda/arch/mbarrier.cuh"  // mbarriers
+#include "cuda/arch/tma.cuh"       // bulk_copy
+#include "cuda/arch/setmaxnreg.cuh"
+#include "cuda/arch/wgmma.cuh"
 #include "micro_common.cuh"  // CHECK, value_at, hopper_device
 #include "skeleton.cuh"      // the geometry, the float32 epilogue, the timing loop
 
@@ -139,7 +141,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[12][4], uint8_t* sme
     return;
   }
   if constexpr (kOut == Out::kStaged) {
-    // The shipped kernels' epilogue itself (conv1_epilogue.cuh), to real NCHW places.
+    // The shipped kernels' epilogue itself (op/cuda/common/epilogue.cuh), to real NCHW places.
     cu::Problem p;
     p.output = out;
     p.out_stride[1] = kPlane;
@@ -242,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (group == kConsumerGroups) {  // the producer: one thread issues every copy
-    wg::setmaxnreg_dec<40>();
+    alexconv::cuda::setmaxnreg_dec<40>();
     if (tid != kConsumerGroups * 128) return;
     int stage = 0;
     for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
@@ -261,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  wg::setmaxnreg_inc<152>();  // 3 x 128 x 152 + 128 x 40 = 64K registers
+  alexconv::cuda::setmaxnreg_inc<152>();  // 3 x 128 x 152 + 128 x 40 = 64K registers
 
   const int gtid = tid % 128;
   const uint32_t b_all = cu::smem_address(smem + kBOffset), ring = cu::smem_address(smem + kRingOffset);

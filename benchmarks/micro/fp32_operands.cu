@@ -11,7 +11,7 @@
 //   - three producer warps split it, each thread taking a 16-byte unit of two adjacent
 //     input rows (4 columns each) into one 16-byte unit of a hi plane and one of a lo
 //     plane (rows paired so that 8 taps of a pixel are one unit: a 16-byte ldmatrix row or
-//     core-matrix row), with the shipped split (conv1_mma.cuh); the raw slot goes back to
+//     core-matrix row), with the shipped split (op/cuda/common/operand_modes.cuh); the raw slot goes back to
 //     the copy engine as soon as they have read it;
 //   - the consumers multiply 64 pixels per warpgroup by B, three bf16 MMAs per K step,
 //     A either straight from the planes (SS wgmma) or through two ldmatrix.x4 per step and
@@ -26,7 +26,7 @@
 // free (read from the landed bytes, no producers) is timed beside each form, with its K
 // and B, so that the cost of each part reads off as a difference in one run. Measured
 // results: fp32_operands-h200.txt; what they mean: docs/perf-notes.md, "The float32
-// path's operands, measured (session 36)".
+// path's operands".
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/fp32_operands.cu -o build/fp32_operands
 //   build/fp32_operands           (scripts/device_check.sh operands)
@@ -37,9 +37,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/conv1_mma.cuh"       // split_bf16x2: the shipped input split
-#include "cuda/conv1_pipeline.cuh"  // smem_address, mbarriers, bulk_copy
-#include "cuda/conv1_wgmma.cuh"
+#include "cuda/common/operand_modes.cuh"  // split_bf16x2: the shipped input split
+#include "cuda/arch/mbarrier.cuh"  // mbarriers
+#include "cuda/arch/tma.cuh"       // bulk_copy
+#include "cuda/arch/wgmma.cuh"
 #include "micro_common.cuh"  // CHECK, value_at, hopper_device
 #include "skeleton.cuh"      // the geometry, the float32 epilogue, the timing loop
 
@@ -82,7 +83,7 @@ static_assert(kWindowBytes % (2 * 16) == 0, "planes of whole units");
 // memory) into one of two B slots -- which leaves room for four operand slots instead of
 // two. Then window slots (free and gather: landing slots; split: slot 0 raw, the others
 // planes), and the gather's table of tap offsets.
-constexpr int kGatherSteps = 24;  // K = 384: 8 steps per channel (conv1_mma.cuh's K order)
+constexpr int kGatherSteps = 24;  // K = 384: 8 steps per channel (op/cuda/common/operand_modes.cuh's K order)
 template <bool kStreamB, int kSteps>
 struct Layout {
   static constexpr int kSlotsAt = kStreamB ? 2 * kStageBBytes : kSteps * 2 * wg::kBlockBytes;
@@ -125,7 +126,7 @@ __device__ __forceinline__ void split_window(const uint4* raw, uint4* hi, uint4*
   }
 }
 
-// The shipped gather's loads for one step (conv1_igemm.cu, load_step): the thread's words
+// The shipped gather's loads for one step (op/cuda/igemm/a_fragments.cuh, load_step): the thread's words
 // of pixel rows g and g + 8 (window offsets `rows`) at its 4 tap columns (offsets k4, from
 // the table): adjacent pairs as one 8-byte load in steps 0-6, tap by tap in step 7.
 __device__ __forceinline__ void gather_words(uint32_t (&x)[2][4], const uint32_t* window, const int (&rows)[2],

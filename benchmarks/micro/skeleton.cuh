@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/conv1_epilogue.cuh"  // store_tile: the shipped float32 NCHW epilogue
+#include "cuda/common/epilogue.cuh"  // store_tile: the shipped float32 NCHW epilogue
 #include "micro_common.cuh"
 
 namespace skeleton {
@@ -54,7 +54,7 @@ __device__ __forceinline__ int64_t nchw_offset(int64_t pixel) {
   return pixel < kPixels ? (pixel / kPlane) * 96 * kPlane + pixel % kPlane : -1;
 }
 
-// The shipped float32 epilogue (conv1_epilogue.cuh): straight from the accumulators,
+// The shipped float32 epilogue (op/cuda/common/epilogue.cuh): straight from the accumulators,
 // lanes t and t ^ 2 swapping halves, to the real NCHW places of warpgroup `group`'s
 // 64 pixels of `tile`. `gtid` is the thread's index in its warpgroup.
 __device__ __forceinline__ void store_float32(const float (&acc)[12][4], void* out, int tile, int group,

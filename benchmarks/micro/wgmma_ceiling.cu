@@ -20,8 +20,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "cuda/conv1_pipeline.cuh"  // smem_address
-#include "cuda/conv1_wgmma.cuh"
+#include "cuda/arch/smem.cuh"  // smem_address
+#include "cuda/arch/wgmma.cuh"
 #include "micro_common.cuh"  // CHECK, value_at, hopper_device
 
 namespace wg = alexconv::cuda::wgmma;

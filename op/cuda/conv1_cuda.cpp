@@ -1,15 +1,13 @@
-// CUDA backend: argument checks, output allocation, device guard and stream,
-// then one launch of the kernels in this folder.
+// CUDA backend (TORCH_LIBRARY_IMPL CUDA): argument checks, output allocation, device
+// guard and stream, then the kernel dispatch.cpp picks.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "../conv1_checks.h"
-#include "conv1_launch.h"
+#include "dispatch.h"
+#include "kernel_api.h"
 
 namespace alexconv {
 namespace {
@@ -19,52 +17,6 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
   if (t == at::kBFloat16) return cuda::DType::kBFloat16;
   TORCH_CHECK(t == at::kFloat, "alexconv::conv1: unsupported dtype ", t);  // checked earlier
   return cuda::DType::kFloat32;
-}
-
-// ALEXCONV_CUDA_KERNEL forces one kernel path, for tests of the paths a GPU or a
-// problem size would not pick: direct, mma_sync (implicit GEMM with warp MMAs),
-// wgmma (Hopper warpgroup MMAs, A gathered in registers) or s2d (Hopper, both
-// operands from shared memory). Unset or "auto": the fastest for the GPU and size.
-enum class KernelChoice { kAuto, kDirect, kMmaSync, kWgmma, kS2d };
-
-KernelChoice kernel_choice() {
-  static const KernelChoice choice = [] {
-    const char* env = std::getenv("ALEXCONV_CUDA_KERNEL");
-    const std::string v = env ? env : "auto";
-    if (v == "auto") return KernelChoice::kAuto;
-    if (v == "direct") return KernelChoice::kDirect;
-    if (v == "mma_sync") return KernelChoice::kMmaSync;
-    if (v == "wgmma") return KernelChoice::kWgmma;
-    if (v == "s2d") return KernelChoice::kS2d;
-    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, wgmma or s2d, got '", v,
-                "'");
-    return KernelChoice::kAuto;
-  }();
-  return choice;
-}
-
-cudaError_t launch(const cuda::Problem& p, cuda::DeviceInfo device, cudaStream_t stream) {
-  const KernelChoice choice = kernel_choice();
-  if (choice == KernelChoice::kDirect) return cuda::launch_conv1_direct(p, stream);
-  if (choice == KernelChoice::kAuto) {
-    // The fastest path that can run the call (docs/perf-notes.md): the space-to-depth
-    // kernel where measured faster, else the register-gather implicit GEMM where its
-    // working set fits in shared memory, else the direct kernel.
-    if (cuda::s2d_preferred(p, device)) return cuda::launch_conv1_s2d(p, device, stream);
-    return cuda::igemm_supported(p, device) ? cuda::launch_conv1_igemm(p, device, stream)
-                                            : cuda::launch_conv1_direct(p, stream);
-  }
-  if (choice == KernelChoice::kS2d) {
-    TORCH_CHECK(cuda::s2d_supported(p, device), "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
-                device.major, device.minor, ") or build cannot run");
-    return cuda::launch_conv1_s2d(p, device, stream);
-  }
-  device.allow_wgmma = choice == KernelChoice::kWgmma;
-  TORCH_CHECK(cuda::igemm_supported(p, device) &&
-                  (choice == KernelChoice::kMmaSync || cuda::wgmma_available(device)),
-              "ALEXCONV_CUDA_KERNEL=", choice == KernelChoice::kWgmma ? "wgmma" : "mma_sync",
-              " asks for a kernel this GPU (sm_", device.major, device.minor, ") or build cannot run");
-  return cuda::launch_conv1_igemm(p, device, stream);
 }
 
 void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
@@ -97,14 +49,9 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   copy_strides(out, p.out_stride);
   p.out_pixel_major = cuda::pixel_major_output(p);
 
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  cuda::DeviceInfo device;
-  device.sm_count = prop->multiProcessorCount;
-  device.major = prop->major;
-  device.minor = prop->minor;
-  device.max_smem_per_block_optin = prop->sharedMemPerBlockOptin;
-
-  C10_CUDA_CHECK(launch(p, device, at::cuda::getCurrentCUDAStream()));
+  const cuda::DeviceInfo device = cuda::device_info(*at::cuda::getCurrentDeviceProperties());
+  const cuda::Kernel kernel = cuda::choose_kernel(p, device);
+  C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

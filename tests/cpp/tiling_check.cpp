@@ -1,11 +1,11 @@
-// Host-side check of the CUDA implicit GEMM's tiling plan (op/cuda/conv1_tiling.h,
+// Host-side check of the CUDA implicit GEMM's tiling plan (op/cuda/igemm/tile_plan.h,
 // plain C++ shared with the kernel): for each shape given as "N H W" on stdin,
 // every output pixel belongs to exactly one tile, every tile's input window fits a
 // shared-memory slot (its copy units and skew included) and stays inside the image's
 // window, and pitches are 32-aligned; where a TMA box (window_box) exists, every
 // tile's window and skew fit inside it. First, the plan's Divider against plain
 // division, near every power of two and past the 2^31 limit of its fast path.
-// Then the space-to-depth kernel's plan (op/cuda/conv1_s2d_plan.h): every output
+// Then the space-to-depth kernel's plan (op/cuda/s2d/plan.h): every output
 // pixel is exactly one tile's, and each of its 9 tap cells is the cell its
 // receptive field needs (no wrap into the next row) and lies inside the window a
 // slot holds, and its 32-bit limit; the register-gather plan's 32-bit limits too.
@@ -17,11 +17,12 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../op/cuda/conv1_s2d_plan.h"
-#include "../../op/cuda/conv1_tiling.h"
+#include "../../op/cuda/s2d/plan.h"
+#include "../../op/cuda/igemm/tile_plan.h"
 
 using namespace alexconv;
 using namespace alexconv::cuda;
+using namespace alexconv::cuda::igemm;
 
 bool dividers_ok() {
   std::vector<int64_t> values;
@@ -63,7 +64,7 @@ bool s2d_limits_ok() {
       const s2d::Tile got = s2d::decode_tile(plan, t);
       const int64_t n = t / per_image, in_image = t % per_image, in_strip = in_image / plan.strips,
                     strip = in_image % plan.strips, x0 = strip * ow / plan.strips,
-                    v0 = in_strip * s2d::kTilePixels, oy0 = v0 / plan.wv;
+                    v0 = in_strip * kTilePixels, oy0 = v0 / plan.wv;
       if (got.n != n || got.x0 != x0 || got.width != (strip + 1) * ow / plan.strips - x0 ||
           got.v0 != v0 || got.oy0 != oy0 || got.base != v0 - oy0 * plan.wv) {
         std::printf("s2d tile %lld of batch %lld (%ld x %ld) decodes wrong\n", (long long)t,
@@ -189,7 +190,7 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
       std::printf("s2d tile %ld of %ld %ld %ld: base %ld\n", t, n, h, w, long(tile.base));
       return false;
     }
-    for (long local = 0; local < s2d::kTilePixels; ++local) {
+    for (long local = 0; local < kTilePixels; ++local) {
       const long v = tile.v0 + local, oy = v / plan.wv, x = v % plan.wv;
       if (oy >= oh || x >= tile.width) continue;  // a virtual column or a row past the image
       for (long dy = 0; dy < s2d::kTaps1D; ++dy) {

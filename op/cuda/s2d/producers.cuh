@@ -1,4 +1,4 @@
-// The space-to-depth kernel's producer warps (conv1_s2d.cu): per (tile, input
+// The space-to-depth kernel's producer warps (s2d.cu): per (tile, input
 // channel) stage they stage the tile's window of cells as records, from element loads
 // (produce) or from a copy they permute (produce_copied), and vote on the tiles that
 // must be stored exactly.
@@ -7,16 +7,20 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../conv1_geometry.h"
-#include "conv1_direct.cuh"
-#include "conv1_dtype.cuh"
-#include "conv1_loads.cuh"
-#include "conv1_mma.cuh"
-#include "conv1_pipeline.cuh"
-#include "conv1_s2d_copies.cuh"
-#include "conv1_s2d_plan.h"
-#include "conv1_s2d_ring.cuh"
-#include "conv1_tiling.h"
+#include "../../conv1_geometry.h"
+#include "../arch/global_loads.cuh"
+#include "../arch/mbarrier.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma.cuh"
+#include "../common/dtype.cuh"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/role_barriers.cuh"
+#include "../direct/direct.cuh"
+#include "copies.cuh"
+#include "plan.h"
+#include "ring.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -141,7 +145,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
   }
 }
 
-// A tile TileVotes sends to the exact path, stored value by value (conv1_direct.cuh)
+// A tile TileVotes sends to the exact path, stored value by value (direct/direct.cuh)
 // by the producer threads while the consumers go on (they skip its stores): exact,
 // and out of the consumers' code, where a branch to it serialises every wgmma
 // (ptxas C7518). A call: its loops stay out of the producers' registers. (The
@@ -225,7 +229,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
 }
 
 // Producer warps, staging through the copy engine (Copies: BoxCopies or SpanCopies,
-// conv1_s2d_copies.cuh): one thread keeps a copy in flight in each of the kRawSlots raw
+// s2d/copies.cuh): one thread keeps a copy in flight in each of the kRawSlots raw
 // slots; all 128 permute each landed one into records (no global addresses). A copy
 // serves Copies::kStagesPerCopy stages in a row (one channel's window, or a tile's three
 // interleaved), and the next copy into its slot goes out once they are all staged. A

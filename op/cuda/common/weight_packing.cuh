@@ -7,16 +7,23 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"
-#include "conv1_mma.cuh"
-#include "conv1_tiling.h"
-#include "conv1_wgmma.cuh"
+#include "../../conv1_geometry.h"
+#include "../arch/wgmma.cuh"
+#include "../kernel_api.h"
+#include "operand_modes.cuh"
+#include "warp_roles.h"
 
 namespace alexconv {
 namespace cuda {
 
 using mma::kTapsPerChannel;
+
+// Modes that multiply float32 as float16 (s2d/half_of_float.cuh) pack their weights
+// times a power of two; they say so with a member kScalesWeights = true.
+template <class Mode, class = void>
+constexpr bool kScalesWeights = false;
+template <class Mode>
+constexpr bool kScalesWeights<Mode, std::void_t<decltype(Mode::kScalesWeights)>> = Mode::kScalesWeights;
 
 // B is packed one input channel per round. A round's raw weights (96 x 121) come
 // in by independent loads, all in flight together -- each thread owns one tap of
@@ -68,11 +75,11 @@ __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t
     const int tap = k_taps[step * 16 + col];
     Raw v = tap < kTapsPerChannel ? raw[n * kTapsPerChannel + tap] : Raw(0);
     if constexpr (std::is_same_v<Raw, float>) infinite |= isinf(v);
-    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) v *= scale;  // a power of two: exact
+    if constexpr (kScalesWeights<Mode>) v *= scale;  // a power of two: exact
     return v;
   };
   if constexpr (kWgmma) {
-    // A block row (see conv1_wgmma.cuh) is 32 bytes = 8 words per output channel,
+    // A block row (see arch/wgmma.cuh) is 32 bytes = 8 words per output channel,
     // two 16-byte halves; a thread fills one half of a row in every block of the step.
     constexpr int kHalves = 2, kItems = kSteps * kOutChannels * kHalves;
     for (int e = tid; e < kItems; e += kTileThreads) {
@@ -123,44 +130,6 @@ __device__ __forceinline__ bool pack_weights(const Problem& p, const uint8_t* k_
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   return infinite_weight;
-}
-
-// Float32 weights multiplied as float16 (mma::HalfOfFloat) are first scaled by the
-// power of two that brings the largest finite magnitude into [2^14, 2^15): none
-// overflows float16, and every weight within 2^-24 of the largest stays a float16
-// normal (full precision). The accumulators are scaled back by the inverse in the
-// epilogue. Inf and NaN weights stay what they are, as in the 16-bit modes.
-struct WeightScale {
-  float scale = 1.f, inverse = 1.f;
-};
-
-// Every thread of the CTA takes part: each loads its share of every channel's
-// weights as pack_weights does (WeightRound), the warps' largest magnitudes meet in
-// `warp_largest` (one word per warp), and one CTA barrier later every thread works
-// out the same scale.
-__device__ inline WeightScale half_weight_scale(const Problem& p, uint32_t* warp_largest, int tid) {
-  uint32_t largest = 0;  // the largest finite |w| as bits (ordered like the magnitudes)
-  for (int c = 0; c < kInChannels; ++c) {
-    WeightRound<float> round{};  // zeros where this thread owns no tap
-    round.load(p, c, tid);
-#pragma unroll
-    for (int i = 0; i < kRoundLoads; ++i) {
-      const uint32_t magnitude = __float_as_uint(round.v[i]) & 0x7fffffffu;
-      if (magnitude < 0x7f800000u) largest = max(largest, magnitude);
-    }
-  }
-  largest = __reduce_max_sync(0xffffffffu, largest);
-  if (tid % 32 == 0) warp_largest[tid / 32] = largest;
-  __syncthreads();
-  for (int i = 0; i < kTileThreads / 32; ++i) largest = max(largest, warp_largest[i]);
-  WeightScale s;
-  if (largest == 0) return s;
-  // 2^(14 - exponent of the largest), kept within the normal floats both ways.
-  const int exponent = max(int(largest >> 23), 1) - 127;
-  const int shift = min(max(14 - exponent, -126), 126);
-  s.scale = __uint_as_float(uint32_t(127 + shift) << 23);
-  s.inverse = __uint_as_float(uint32_t(127 - shift) << 23);
-  return s;
 }
 
 }  // namespace cuda

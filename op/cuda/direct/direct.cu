@@ -1,13 +1,13 @@
 // The direct kernel: one thread per output value, float accumulation, any
 // strides. It is the portable path for GPUs whose shared memory cannot hold the
 // implicit GEMM's working set, and the plainest statement of what the op computes.
-#include "conv1_launch.h"
+#include "../kernel_api.h"
 
 #include <algorithm>
 
-#include "../conv1_geometry.h"
-#include "conv1_direct.cuh"
-#include "conv1_dtype.cuh"
+#include "../../conv1_geometry.h"
+#include "../common/dtype.cuh"
+#include "direct.cuh"
 
 namespace alexconv {
 namespace cuda {

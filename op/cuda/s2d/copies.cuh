@@ -1,5 +1,5 @@
 // How a stage's window reaches the space-to-depth producers through the copy engine
-// (conv1_s2d_producers.cuh, produce_copied): one thread issues a copy of a (tile,
+// (s2d/producers.cuh, produce_copied): one thread issues a copy of a (tile,
 // channel) window into a raw slot, and every producer reads its units' 2 x 4 elements
 // back as records. Two sources:
 // - BoxCopies: a TMA box, dense rows of box_cols elements, zeros outside the input.
@@ -15,14 +15,17 @@
 
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"
-#include "conv1_loads.cuh"
-#include "conv1_mma.cuh"
-#include "conv1_pipeline.cuh"
-#include "conv1_s2d_plan.h"
-#include "conv1_s2d_ring.cuh"
-#include "conv1_tma.h"
+#include "../../conv1_geometry.h"
+#include "../arch/global_loads.cuh"
+#include "../arch/mbarrier.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma.cuh"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "../common/tma_map.h"
+#include "../kernel_api.h"
+#include "plan.h"
+#include "ring.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -101,7 +104,7 @@ struct BoxCopies {
 // the window's first row and column, 2 before the first cell's -- lands at byte
 // 16 + origin % 16 + (r * row stride + c * column stride) * size of an element,
 // origin being where that element (0, 0) would lie in memory: the copy's 16-byte
-// alignment is the memory's. The host (make_span_plan in conv1_s2d.cu) has checked that
+// alignment is the memory's. The host (make_span_plan in s2d.cu) has checked that
 // the farthest read stays in the slot, and that the input starts 16-byte aligned:
 // aligning a window's first byte down never leaves the input.
 //

@@ -89,21 +89,6 @@ __device__ __forceinline__ void wait() {
 #endif
 }
 
-// Moves registers between a CTA's warpgroups (sm_90a): each of a warpgroup's warps
-// raises or lowers its register count to kRegs.
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_inc() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-#endif
-}
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_dec() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-#endif
-}
-
 // Keeps the compiler from moving reads or writes of the accumulators across a
 // wait: it cannot see that the asynchronous MMAs write them.
 __device__ __forceinline__ void fence_accumulators(float (&acc)[12][4]) {

@@ -8,8 +8,7 @@
 //   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
 //   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
 //   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
-//   HalfOfFloat - allow_tf32 on the Hopper space-to-depth kernel: float32 data
-//            multiplied as float16 (wgmma only).
+// (s2d/half_of_float.cuh adds a fourth, for the space-to-depth kernel alone.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,44 +16,14 @@
 
 #include <cstdint>
 
-#include "conv1_wgmma.cuh"
+#include "../arch/mma_sync.cuh"
+#include "../arch/wgmma.cuh"
 
 namespace alexconv {
 namespace cuda {
 namespace mma {
 
 constexpr int kNTiles = 12;  // 96 output channels / n8
-
-// ---- PTX wrappers (sm_80+) -------------------------------------------------
-__device__ __forceinline__ void bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                           uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void tf32_1688(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
 
 __device__ __forceinline__ uint32_t pack_u16(uint16_t lo, uint16_t hi) {
   return uint32_t(lo) | (uint32_t(hi) << 16);
@@ -309,22 +278,6 @@ struct Half {
     } else {
       wgmma::f16_m64n96k16(acc, a.r, b.at(block));
     }
-  }
-};
-
-// allow_tf32 in the space-to-depth kernel: float32 inputs and weights rounded to
-// float16, whose 10-bit mantissa is TF32's, at twice TF32's tensor rate and with half
-// its operand bytes (cuBLAS calls this CUBLAS_COMPUTE_32F_FAST_16F). float16's
-// narrow range is the kernel's to guard: weights come scaled by a power of two
-// (pack_channel), tiles whose inputs overflow float16 or all sit near its subnormals
-// are computed exactly (conv1_s2d.cu).
-struct HalfOfFloat {
-  static constexpr bool kIsBf16 = false;
-  using Raw = float;
-  static constexpr int kWgBlocks = 1;
-  template <class W>
-  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
-    words[0] = pack_half2(w(n, 2 * unit), w(n, 2 * unit + 1));
   }
 };
 

@@ -1,5 +1,5 @@
 // Staging a tile's input window (one input channel) in shared memory, for the
-// implicit GEMM in conv1_igemm.cu: float32 and aligned 16-bit windows by cp.async
+// register-gather implicit GEMM (igemm.cu): float32 and aligned 16-bit windows by cp.async
 // or (Hopper) one TMA copy, with hardware zero fill, then converted in place into
 // MMA operand words; other 16-bit strides through registers. Padding (outside the
 // image) arrives as zeros.
@@ -8,15 +8,19 @@
 
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"
-#include "conv1_loads.cuh"
-#include "conv1_mma.cuh"
-#include "conv1_pipeline.cuh"
-#include "conv1_tiling.h"
+#include "../../conv1_geometry.h"
+#include "../arch/global_loads.cuh"
+#include "../arch/mbarrier.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma.cuh"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "../kernel_api.h"
+#include "tile_plan.h"
 
 namespace alexconv {
 namespace cuda {
+namespace igemm {
 
 // How windows reach shared memory: element loads through registers (16-bit
 // inputs whose rows are not unit-stride, 4-byte-aligned runs), 4-byte cp.async
@@ -58,7 +62,7 @@ struct WindowWalk {
 };
 
 // Only the register path -- 16-bit inputs -- loads element-wise (load_or_zero,
-// conv1_loads.cuh).
+// arch/global_loads.cuh).
 
 template <class Mode>
 __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const Problem& p,
@@ -114,31 +118,6 @@ __device__ void store_window(typename Mode::Word* slot,
     index += kProducerWarps * pitch;
     if (w.next()) index = w.row * pitch + skew + w.chunk * 32 + lane;
   }
-}
-
-// Window data travels by cp.async straight into shared memory: no staging
-// registers, and the copy engine zero-fills what lies outside the input
-// (src-size below the unit's size: the missing tail is zeros).
-template <int kBytes>
-__device__ __forceinline__ void copy_async(uint32_t smem_addr, const void* src, int src_bytes) {
-  static_assert(kBytes == 4 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes; we use 4 and 16");
-  if constexpr (kBytes == 16) {
-    // .cg: through L2 only; the next tile's window is another CTA's business.
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-  }
-}
-__device__ __forceinline__ void copy_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // This thread's share of a window staged in units of kBytes: the row's units
@@ -258,5 +237,6 @@ __device__ void convert_window(typename Mode::Word* slot, const Tile& tile, int 
   }
 }
 
+}  // namespace igemm
 }  // namespace cuda
 }  // namespace alexconv

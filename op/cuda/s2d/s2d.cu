@@ -1,13 +1,13 @@
 // The space-to-depth implicit GEMM (Hopper, sm_90a): both wgmma operands come
 // straight from shared memory, so the consumer warps issue MMAs and nothing else.
 //
-// conv1_s2d_plan.h folds the stride into 16 phases per input channel, making the
+// s2d/plan.h folds the stride into 16 phases per input channel, making the
 // layer a 3x3 stride-1 convolution (K = 3 channels x 9 taps x 16 phases = 432, of
 // which 363 are real taps). Per (tile, input channel) stage the producer warps stage
 // the tile's window of cells as planes of 16-byte records -- a record is one cell's
 // 8 phases of 16-bit operands (two phase rows of 4; bf16x3 keeps hi and lo planes)
 // -- and a tap's A operand for 64 consecutive pixels is then 64 consecutive records,
-// exactly a K-major run of 8 core matrices (conv1_wgmma.cuh). B (all channels and
+// exactly a K-major run of 8 core matrices (arch/wgmma.cuh). B (all channels and
 // taps, packed once per CTA) stays resident. Per stage a warpgroup issues 9 taps x
 // 1 (fp16/bf16, and float32 with allow_tf32, multiplied as fp16) or 3 (bf16x3,
 // float32-accurate) wgmmas.
@@ -16,31 +16,36 @@
 // neighbouring pixels. A zero weight times an Inf or NaN input is NaN where
 // F.conv2d has none, so for a tile whose windows hold any non-finite input the
 // consumers skip their stores and the producers store it value by value
-// (conv1_direct.cuh): exact, and only for such tiles. float32 multiplied as fp16
+// (direct/direct.cuh): exact, and only for such tiles. float32 multiplied as fp16
 // sends the tiles fp16's range cannot hold the same way (see TileVotes).
 //
-// The parts: conv1_s2d_ring.cuh (slots, barriers, pixels), conv1_s2d_producers.cuh,
-// conv1_s2d_consumers.cuh; this file holds the kernel, its shared-memory layout and
+// The parts: s2d/ring.cuh (slots, barriers, pixels), s2d/producers.cuh,
+// s2d/consumers.cuh; this file holds the kernel, its shared-memory layout and
 // register split, and the launch.
-#include "conv1_launch.h"
+#include "../kernel_api.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
-#include "../conv1_geometry.h"
-#include "conv1_dtype.cuh"
-#include "conv1_mma.cuh"
-#include "conv1_occupancy.cuh"
-#include "conv1_pipeline.cuh"
-#include "conv1_s2d_consumers.cuh"
-#include "conv1_s2d_copies.cuh"
-#include "conv1_s2d_plan.h"
-#include "conv1_s2d_producers.cuh"
-#include "conv1_s2d_ring.cuh"
-#include "conv1_tiling.h"
-#include "conv1_tma.h"
-#include "conv1_weights.cuh"
+#include "../../conv1_geometry.h"
+#include "../arch/mbarrier.cuh"
+#include "../arch/setmaxnreg.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma.cuh"
+#include "../common/dtype.cuh"
+#include "../common/occupancy.h"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/tma_map.h"
+#include "../common/warp_roles.h"
+#include "../common/weight_packing.cuh"
+#include "consumers.cuh"
+#include "copies.cuh"
+#include "plan.h"
+#include "producers.cuh"
+#include "ring.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -48,7 +53,7 @@ namespace s2d {
 namespace {
 
 // How the producers stage a window: element loads through registers, or a copy into a
-// raw slot (conv1_s2d_copies.cuh) -- a TMA box, a row span where rows are not 16-byte
+// raw slot (s2d/copies.cuh) -- a TMA box, a row span where rows are not 16-byte
 // aligned, or for channels_last inputs a row span of a tile's three channels at once.
 enum class Source { kLoads, kBoxes, kSpans, kPixelSpans };
 
@@ -112,7 +117,7 @@ struct SmemLayout {
 
 // ---- the kernel ---------------------------------------------------------------
 
-// The K order of a (channel, tap) step as conv1_weights.cuh's table: k = 4 ry + rx
+// The K order of a (channel, tap) step as common/weight_packing.cuh's table: k = 4 ry + rx
 // multiplies tap (4 dy + ry, 4 dx + rx), a zero weight past the kernel.
 __device__ __forceinline__ uint8_t step_tap(int step, int k) {
   const int ky = (step / kTaps1D) * kStride + k / kStride;
@@ -186,13 +191,13 @@ __global__ void __launch_bounds__(kTileThreads, 1)
         p, plan, ring, smem_address(slots), smem_address(smem), bias,
         reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), weight_scale.inverse, warp, lane};
     if constexpr (Split::kOverlap) {
-      wgmma::setmaxnreg_inc<Split::kConsumer>();
+      setmaxnreg_inc<Split::kConsumer>();
       consume_overlapped(consumer);
     } else {
       consume(consumer);
     }
   } else {
-    if constexpr (Split::kOverlap) wgmma::setmaxnreg_dec<Split::kProducer>();
+    if constexpr (Split::kOverlap) setmaxnreg_dec<Split::kProducer>();
     if constexpr (kSource != Source::kLoads) {
       static_assert(Layout::kRawSlots > 0, "copies land in the raw slots");
       constexpr int kRawSlots = Layout::kRawSlots, kRawSlotBytes = Layout::kRawSlotBytes;
@@ -359,7 +364,7 @@ cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
   Plan plan = make_plan(p.batch, p.out_h, p.out_w);
-  if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask s2d_supported first
+  if (plan.strips == 0) return cudaErrorInvalidValue;  // dispatch.cpp asks s2d_facts first
   if (plan.tiles == 0) return cudaSuccess;
   static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
   switch (units_per_thread(plan)) {
@@ -388,44 +393,21 @@ Plan plan_on(const Problem& p, const DeviceInfo& device) {
 }  // namespace
 }  // namespace s2d
 
-bool s2d_supported(const Problem& p, const DeviceInfo& device) {
-  return s2d::plan_on(p, device).strips > 0;
-}
-
-bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
+S2dFacts s2d_facts(const Problem& p, const DeviceInfo& device) {
+  S2dFacts facts;
   const s2d::Plan plan = s2d::plan_on(p, device);
-  if (!device.allow_wgmma || plan.strips == 0) return false;
-  // What the register-gather engine would do instead, and where this kernel wins
-  // (H200; docs/perf-notes.md v13-v15 for contiguous inputs at batch >= 64, v17 for
-  // small batches and other strides).
-  const WindowStaging other = igemm_window_staging(p, device);
-  const bool unit_stride = p.in_stride[3] == 1;
-  // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads
-  // them over more CTAs -- unless it stages element by element (16-bit loads, float32
-  // 4-byte copies) where this kernel copies whole rows: 16-bit unit-stride rows not
-  // 4-byte aligned (227; 0.52-0.61x the time at batch 1-8) and channels_last pixels
-  // (perf-notes v31, batch 1-16 at 224, 227, 256: 16-bit 0.50-0.78x, TF32 0.66-0.97x but
-  // for 1.08x at 224 batch 8).
-  if (plan.tiles < s2d::kMinTilesPerSm * device.sm_count) {
-    s2d::Plan copied = plan;
-    if (p.dtype == DType::kFloat32) {
-      return p.allow_tf32 && s2d::pixel_spans_apply<mma::HalfOfFloat>(p, copied, device);
-    }
-    return other == WindowStaging::kRegisters &&
-           (unit_stride || s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device));  // bf16: same layout
-  }
-  // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
-  if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;
-  // float32: wherever the other engine has no TMA copy: unit-stride rows it copies
-  // otherwise (227, 512), and other W strides (channels_last: 0.83x the time since
-  // both engines store channels-last outputs along channels, perf-notes v23).
-  // With TMA (224, 256) the other engine is faster.
-  if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
-  // 16-bit: where this kernel stages by TMA (224, 256, 512), or the other one loads
-  // elements (227, channels_last: 0.82-0.85x) or 4-byte pairs (0.95x).
+  if (plan.strips == 0) return facts;
+  facts.supported = true;
+  facts.tiles = plan.tiles;
   s2d::Box box;
-  return other == WindowStaging::kRegisters || other == WindowStaging::kCopy4 ||
-         s2d::tma_box(p, plan, box);
+  facts.tma_boxes = s2d::tma_box(p, plan, box);
+  s2d::Plan copied = plan;
+  if (p.dtype == DType::kFloat32) {
+    facts.pixel_spans = p.allow_tf32 && s2d::pixel_spans_apply<mma::HalfOfFloat>(p, copied, device);
+  } else {  // bf16: the same layout as fp16
+    facts.pixel_spans = s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device);
+  }
+  return facts;
 }
 
 cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {

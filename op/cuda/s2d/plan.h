@@ -1,4 +1,4 @@
-// How the space-to-depth kernel (conv1_s2d.cu) sees the problem and cuts it into
+// How the space-to-depth kernel (s2d.cu) sees the problem and cuts it into
 // CTA tiles, shared by the host planner and the kernel.
 //
 // Stride 4 folds into channels: input element (c, 4Y + ry - 2, 4X + rx - 2) is
@@ -13,7 +13,7 @@
 //
 // Wide images are cut into vertical strips (each with its own virtual width) so
 // that a tile's cells fit a window slot. Tiles are numbered with the strips side by
-// side, as the register-gather kernel's are (conv1_tiling.h: 512x512, 16-bit, batch
+// side, as the register-gather kernel's are (igemm/tile_plan.h: 512x512, 16-bit, batch
 // 256-1024: 0.63-0.72x the time with the strips one after another), and CTAs take
 // them strided: the overlapping windows of neighbouring tiles are read from L2 at
 // about the same time (contiguous runs measured 1.04-1.20x the time here).
@@ -22,8 +22,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_tiling.h"  // Divider, strip_columns, ALEXCONV_HOST_DEVICE
+#include "../../conv1_geometry.h"
+#include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/warp_roles.h"  // kTilePixels: 3 wgmma warpgroups x 64 rows
 
 namespace alexconv {
 namespace cuda {
@@ -31,12 +32,9 @@ namespace s2d {
 
 constexpr int kTaps1D = 3;                 // ceil(kKernel / kStride)
 constexpr int kTapSteps = kTaps1D * kTaps1D;
-constexpr int kTilePixels = 192;           // 3 wgmma warpgroups x 64 rows
 constexpr int kPlaneRecords = 512;         // cells a window slot holds per plane
-// The kernel's auto choice needs this many tiles per multiprocessor (see s2d_preferred).
-constexpr int kMinTilesPerSm = 4;
 // Tile numbers, strip-local pixel numbers and strip x out_w products stay at or below
-// kMaxIndex (conv1_tiling.h). A plan past it is not plannable and the register-gather
+// kMaxIndex (igemm/tile_plan.h). A plan past it is not plannable and the register-gather
 // kernel takes the problem: the product rules out images of more than about 472,000
 // output columns.
 static_assert(kKernel <= kTaps1D * kStride && kKernel > (kTaps1D - 1) * kStride, "3x3 taps");
@@ -49,7 +47,7 @@ struct Plan {
   int64_t tiles_per_strip = 0, tiles = 0;
   int64_t box_cols = 0, box_rows = 0;  // TMA staging: every window's box; 0: none
   bool box_in_units = false;           // copied through the map of 16-byte units
-  // Row-span staging (conv1_s2d_copies.cuh): box_rows rows per window (box_cols stays 0),
+  // Row-span staging (s2d/copies.cuh): box_rows rows per window (box_cols stays 0),
   // and the input's last 16-byte boundary (an address), past which no copy reads.
   int64_t span_end = 0;
   Divider by_per_image, by_strips, by_wv;

@@ -2,14 +2,14 @@
 // strides, IEEE semantics for every input (an Inf or NaN affects exactly the
 // outputs whose receptive field holds it). The direct kernel is this, once per
 // thread; the space-to-depth kernel falls back to it for tiles whose input holds
-// Inf or NaN (see conv1_s2d.cu).
+// Inf or NaN (see s2d/s2d.cu).
 #pragma once
 
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"  // DType, Problem
-#include "conv1_dtype.cuh"
+#include "../../conv1_geometry.h"
+#include "../common/dtype.cuh"
+#include "../kernel_api.h"  // DType, Problem
 
 namespace alexconv {
 namespace cuda {

@@ -1,4 +1,4 @@
-// The space-to-depth kernel's consumer warps (conv1_s2d.cu): per stage, 9 taps of
+// The space-to-depth kernel's consumer warps (s2d.cu): per stage, 9 taps of
 // wgmmas with both operands in shared memory; per tile, the epilogue (with one or
 // two accumulator sets).
 #pragma once
@@ -6,14 +6,18 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../conv1_geometry.h"
-#include "conv1_epilogue.cuh"
-#include "conv1_mma.cuh"
-#include "conv1_pipeline.cuh"
-#include "conv1_s2d_plan.h"
-#include "conv1_s2d_ring.cuh"
-#include "conv1_tiling.h"
-#include "conv1_wgmma.cuh"
+#include "../../conv1_geometry.h"
+#include "../arch/mbarrier.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma.cuh"
+#include "../arch/wgmma.cuh"
+#include "../common/epilogue.cuh"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/warp_roles.h"
+#include "plan.h"
+#include "ring.cuh"
 
 namespace alexconv {
 namespace cuda {

@@ -6,10 +6,11 @@
 
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"  // DType, Problem
-#include "conv1_dtype.cuh"
-#include "conv1_mma.cuh"
+#include "../../conv1_geometry.h"
+#include "../kernel_api.h"  // DType, Problem
+#include "dtype.cuh"
+#include "operand_modes.cuh"
+#include "role_barriers.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -103,10 +104,6 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTi
   }
 }
 
-__device__ __forceinline__ void group_barrier(int id) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
-}
-
 // Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
 // 16-bit values, pixel-major.
 template <DType T>
@@ -169,9 +166,9 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][mm
   }
   const int group = warp / 4, group_warp = warp % 4;
   uint16_t* block = staged + group * kStagedElems;
-  group_barrier(1 + group);  // the group's reads of the previous tile are done
+  group_barrier(group);  // the group's reads of the previous tile are done
   stage_rows<T>(acc, block, group_warp * 16, lane);
-  group_barrier(1 + group);
+  group_barrier(group);
   // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
   uint16_t* out = static_cast<uint16_t*>(p.output);
   constexpr int kChannelsPerWarp = kOutChannels / 4;

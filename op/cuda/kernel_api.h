@@ -1,5 +1,6 @@
-// The boundary between the torch-facing CUDA host code (conv1_cuda.cpp) and the
-// kernels (*.cu). Plain C++ and the CUDA runtime only: the .cu files include no
+// The boundary between the torch-facing CUDA host code (conv1_cuda.cpp, dispatch.cpp)
+// and the kernel families (igemm/, s2d/, direct/): the problem, the device, and what
+// each family can do and launches. Plain C++ and the CUDA runtime only: the .cu files include no
 // torch headers, so they compile on machines whose torch has no CUDA.
 #pragma once
 
@@ -49,7 +50,7 @@ struct DeviceInfo {
   bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests)
 };
 
-// The kernel families; conv1_cuda.cpp picks one per call. Each enqueues the
+// The kernel families; dispatch.cpp picks one per call. Each enqueues the
 // convolution on `stream` and returns errors of its set-up calls; the caller checks
 // the launch itself with C10_CUDA_KERNEL_LAUNCH_CHECK().
 cudaError_t launch_conv1_direct(const Problem& problem, cudaStream_t stream);
@@ -62,15 +63,22 @@ bool wgmma_available(const DeviceInfo& device);
 
 // How the register-gather engine (launch_conv1_igemm) stages this problem's input
 // windows on this device: one TMA copy per window, 16-byte or 4-byte cp.async units,
-// or element loads through registers. The space-to-depth kernel's auto choice
-// depends on it.
+// or element loads through registers. The automatic choice of the space-to-depth
+// kernel depends on it.
 enum class WindowStaging { kTma, kCopy16, kCopy4, kRegisters };
 WindowStaging igemm_window_staging(const Problem& problem, const DeviceInfo& device);
 
-// The space-to-depth implicit GEMM (Hopper): whether it can run this problem on this
-// device, whether the automatic choice picks it, and its launch.
-bool s2d_supported(const Problem& problem, const DeviceInfo& device);
-bool s2d_preferred(const Problem& problem, const DeviceInfo& device);
+// The space-to-depth implicit GEMM (Hopper): what it would do with this problem on
+// this device (dispatch.cpp's rules read these), and its launch.
+struct S2dFacts {
+  bool supported = false;    // this device and build can run it
+  int64_t tiles = 0;         // 192-pixel tiles of its plan
+  bool tma_boxes = false;    // it would stage windows as TMA boxes (16-bit, allow_tf32)
+  // It would stage channels_last tiles by one bulk copy of their pixels, in the operand
+  // mode of the problem's dtype (float32: only with allow_tf32).
+  bool pixel_spans = false;
+};
+S2dFacts s2d_facts(const Problem& problem, const DeviceInfo& device);
 cudaError_t launch_conv1_s2d(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
 
 }  // namespace cuda

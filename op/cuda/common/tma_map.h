@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "conv1_launch.h"
+#include "../kernel_api.h"
 
 namespace alexconv {
 namespace cuda {

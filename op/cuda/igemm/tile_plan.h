@@ -19,106 +19,19 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../conv1_geometry.h"  // also ALEXCONV_HOST_DEVICE, window_extent
+#include "../../conv1_geometry.h"  // also ALEXCONV_HOST_DEVICE, window_extent
+#include "../common/tile_order.h"
+#include "../common/warp_roles.h"
 
 namespace alexconv {
 namespace cuda {
+namespace igemm {
 
-// A CTA's warps have two roles (see conv1_pipeline.cuh): consumer warps multiply,
-// 16 tile pixels each (3 wgmma warpgroups of 64); producer warps stage windows.
-constexpr int kConsumerWarps = 12;
-constexpr int kProducerWarps = 4;
-constexpr int kConsumerThreads = 32 * kConsumerWarps;
-constexpr int kProducerThreads = 32 * kProducerWarps;
-constexpr int kTileThreads = kConsumerThreads + kProducerThreads;
-constexpr int kTilePixels = 16 * kConsumerWarps;
 // Window slots in the ring, each holding one input channel's window: 27 rows of
 // 256 (a 192-pixel tile at 224x224). Three such fp32 slots and the fp32 weights
 // just fit a CTA's 227 KB of shared memory.
 constexpr int kStages = 3;
 constexpr int kSlotElems = 6912;
-
-// n / d for n >= 0 and a divisor d >= 1 fixed when the plan is made. GPUs have no
-// integer divider: a 32-bit division is ~20 instructions and a 64-bit one a call of
-// ~70, and tile decoding divides several times per tile in every thread. Where n and
-// d are below 2^31 (always, in practice) this is a multiply-high, an add and a shift
-// with a magic number m = 2^32 (2^s - d) / d + 1, s = ceil(log2 d)
-// ("division by invariant integers", Granlund & Montgomery, as in PyTorch's IntDivider).
-struct Divider {
-  int64_t divisor = 1;
-  uint32_t magic = 1, shift = 0;
-  Divider() = default;
-  explicit Divider(int64_t d) : divisor(d) {  // d >= 1
-    if (d >= (int64_t(1) << 31)) return;      // always the plain division
-    while ((int64_t(1) << shift) < d) ++shift;
-    magic = uint32_t((uint64_t(1) << 32) * ((uint64_t(1) << shift) - uint64_t(d)) / uint64_t(d) + 1);
-  }
-  ALEXCONV_HOST_DEVICE int64_t operator()(int64_t n) const {
-    if (((n | divisor) >> 31) == 0) {
-      const uint32_t high = uint32_t((uint64_t(uint32_t(n)) * magic) >> 32);
-      return int64_t((high + uint32_t(n)) >> shift);  // high + n < 2^32 as n < 2^31
-    }
-    return n / divisor;
-  }
-  // n / divisor for 0 <= n < 2^31 and a divisor below 2^31: no branch, 32-bit math.
-  ALEXCONV_HOST_DEVICE int small(int n) const {
-    return int((uint32_t((uint64_t(uint32_t(n)) * magic) >> 32) + uint32_t(n)) >> shift);
-  }
-};
-
-// Tile numbers and strip-local pixel numbers stay at or below this in every plan the
-// kernels run (both plans), so that the kernels divide them with Divider::small's
-// 32-bit multiply-high: the 64-bit fallback is a call, and calls cost the warps
-// registers (docs/perf-notes.md v24-v26). A plan past it is not plannable (the direct
-// kernel runs it); reaching it takes 2^31 tiles or strips of 2^31 output pixels.
-constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
-
-// The output columns of strip s of `strips` (by_strips divides by it):
-// [s * out_w / strips, (s + 1) * out_w / strips). Both plans keep strips * out_w
-// within kMaxIndex, so this is 32-bit arithmetic.
-struct StripColumns {
-  int x0, width;
-};
-ALEXCONV_HOST_DEVICE inline StripColumns strip_columns(const Divider& by_strips, int strip,
-                                                       int out_w) {
-  const int x0 = by_strips.small(strip * out_w);
-  return {x0, by_strips.small((strip + 1) * out_w) - x0};
-}
-
-// A persistent grid's CTAs walk indices blockIdx.x, + gridDim.x, ... (their turns).
-// By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
-// whose overlapping windows come from DRAM once and from L2 for the rest. Over a
-// long run the CTAs drift apart, and the neighbours of a multi-strip plan stop
-// meeting in L2 (256x256, TF32: DRAM reads 1.4x the input at batch 256, 2.3x at
-// batch 1024). Contiguous runs map the turns so that CTA b takes the tiles
-// [b * per_cta + min(b, extra), ...): per_cta, or one more for the first `extra`
-// CTAs, as many as striding gives it. Its tiles then follow one another at any batch
-// (1.8x the input at both: every window from DRAM), and they lose the front's sharing,
-// so runs pay only when they are long. Multi-strip plans in float32 at 256x256 and
-// 512x512, runs against strided: 1.07-1.21x the time at 11-43 turns per CTA, about
-// even at 43-171, 0.79-0.95x at 171-683.
-struct CtaOrder {
-  Divider by_grid;  // 1: the identity
-  int64_t per_cta = 0, extra = 0;
-};
-constexpr int64_t kMinTurnsForRuns = 64;
-
-inline CtaOrder contiguous_runs(int64_t tiles, int64_t grid) {
-  CtaOrder order;
-  if (grid < 1 || tiles < 1) return order;
-  order.by_grid = Divider(grid);
-  order.per_cta = tiles / grid;
-  order.extra = tiles - order.per_cta * grid;
-  return order;
-}
-
-// In 32 bits: tile numbers stay at or below kMaxIndex (make_tile_plan).
-ALEXCONV_HOST_DEVICE inline int ordered_tile(const CtaOrder& order, int index) {
-  const int turn = order.by_grid.small(index);
-  const int cta = index - turn * int(order.by_grid.divisor);
-  const int extra = int(order.extra);
-  return cta * int(order.per_cta) + (cta < extra ? cta : extra) + turn;
-}
 
 struct TilePlan {
   int64_t out_h = 0, out_w = 0;
@@ -274,5 +187,6 @@ inline WindowBox window_box(const TilePlan& plan, int elem_bytes) {
   return box;
 }
 
+}  // namespace igemm
 }  // namespace cuda
 }  // namespace alexconv

@@ -1,4 +1,4 @@
-// The space-to-depth kernel's shared vocabulary (conv1_s2d.cu): what a window slot
+// The space-to-depth kernel's shared vocabulary (s2d.cu): what a window slot
 // holds, the ring of barriers between producer and consumer warps, the producers'
 // votes on tiles to store exactly, and where a tile pixel lands in the output. Included
 // by the kernel's parts alone.
@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"
-#include "conv1_mma.cuh"
-#include "conv1_s2d_plan.h"
-#include "conv1_tiling.h"
+#include "../../conv1_geometry.h"
+#include "../common/operand_modes.cuh"
+#include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/warp_roles.h"
+#include "../kernel_api.h"
+#include "half_of_float.cuh"
+#include "plan.h"
 
 namespace alexconv {
 namespace cuda {

@@ -1,6 +1,6 @@
-// The input's TMA descriptors (conv1_tma.h), encoded on the host through the
+// The input's TMA descriptors (common/tma_map.h), encoded on the host through the
 // runtime's driver entry point: no link to the driver library.
-#include "conv1_tma.h"
+#include "tma_map.h"
 
 #include <cuda.h>
 
@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "../conv1_geometry.h"
-#include "conv1_launch.h"
+#include "../../conv1_geometry.h"
+#include "../kernel_api.h"
 
 namespace alexconv {
 namespace cuda {

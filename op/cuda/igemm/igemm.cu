@@ -1,0 +1,260 @@
+// The tensor-core implicit GEMM: out[pixel][channel] = sum_k A[pixel][k] * B[k][channel],
+// M = output pixels, N = 96, K = 3 x 121 (each channel padded to 128).
+//
+// A persistent grid of 512-thread CTAs walks the tiles of igemm/tile_plan.h. Per
+// CTA, the packed weights of all three channels (B) stay in shared memory for the
+// whole run. The warps then split into two roles that meet only at a ring of
+// window slots (igemm/smem_layout.cuh): 4 producer warps stage each (tile, input
+// channel) window in a slot -- one TMA copy (Hopper; for float32 issued by a
+// producer warp that does nothing else), cp.async units or registers,
+// then converted into MMA operand words -- while 12 consumer warps multiply
+// earlier stages. Each consumer warp owns 16 pixels x 96 channels; A fragments are
+// gathered straight from the window (the im2col exists only in registers), and
+// results leave as fp32 accumulators, which start every tile at the bias: straight
+// to global memory for float32 outputs, through a shared-memory transpose for
+// 16-bit ones.
+//
+// Two engines run the MMAs: warp-level mma.sync (sm_80+, the portable path) and,
+// on Hopper, warpgroup wgmma (sm_90a), which reads B from shared memory itself and
+// runs asynchronously while the next step's A fragments are gathered.
+//
+// The parts: tile_plan.h (tiles), smem_layout.cuh (K steps, shared memory, ring
+// barriers), prologue.cuh (B, tap offsets, bias), window_staging.cuh and
+// producers.cuh (the producer warps), pixel_map.cuh, a_fragments.cuh,
+// mainloop_sm80.cuh / mainloop_sm90.cuh and consumers.cuh (the consumer warps). This
+// file holds the kernel, the staging choice and the launch.
+#include "../kernel_api.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../conv1_geometry.h"
+#include "../common/dtype.cuh"
+#include "../common/occupancy.h"
+#include "../common/tma_map.h"
+#include "consumers.cuh"
+#include "producers.cuh"
+#include "prologue.cuh"
+#include "smem_layout.cuh"
+#include "tile_plan.h"
+
+namespace alexconv {
+namespace cuda {
+namespace igemm {
+namespace {
+
+template <class Mode, DType T, bool kWgmma, Staging kStaging>
+__global__ void __launch_bounds__(kTileThreads, 1)
+    conv1_igemm_kernel(const Problem p, const TilePlan plan,
+                       const __grid_constant__ WindowMap window_map) {
+  using Word = typename Mode::Word;
+  constexpr bool kAsync = kStaging != Staging::kRegisters;
+  using Layout = SmemLayout<Mode>;
+  static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
+  static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint4* b_frag = reinterpret_cast<uint4*>(smem);
+  int4* koff = reinterpret_cast<int4*>(smem + Layout::kKoffAt);
+  float* bias = reinterpret_cast<float*>(smem + Layout::kBiasAt);
+  uint8_t* k_taps = smem + Layout::kTapsAt;
+  RingBarriers& ring = *reinterpret_cast<RingBarriers*>(smem + Layout::kRingAt);
+  Word* slots = reinterpret_cast<Word*>(smem + Layout::kSlotsAt);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool producer = warp >= kConsumerWarps;
+  const int producer_warp = warp - kConsumerWarps;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      barrier_init(&ring.full[s], kProducerThreads);
+      barrier_init(&ring.empty[s], kConsumerThreads);
+      barrier_init(&ring.landed[s], 1);
+    }
+    barrier_init_fence();
+  }
+  __syncthreads();  // the ring exists before a first TMA copy names one of its barriers
+  // Stage 0's window travels while B is packed; slots 1 and 2 hold raw weights
+  // meanwhile, so stage 1's window is issued after it and stage 2's by the producer
+  // loop (every stage up to kStages - 2 before the loop starts).
+  StageCursor<TilePlan> copy_at(plan);
+  RingPos<kStages> copy_pos;
+  const auto issue_first_stages = [&](int count) {
+    if constexpr (kAsync) {
+      for (int s = 0; s < count && producer; ++s) {
+        issue_stage<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos, false,
+                                    producer_warp, lane);
+      }
+    }
+  };
+  issue_first_stages(kStages - kRawSlots);
+  // Ends in a CTA barrier.
+  const mma::Round input_round =
+      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
+                                         reinterpret_cast<typename Mode::Raw*>(
+                                             slots + (kStages - kRawSlots) * kSlotElems),
+                                         tid);
+  issue_first_stages(kRawSlots - 1);
+  if (!producer) {
+    consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
+                             reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
+  } else if constexpr (kAsync) {
+    produce_async<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos,
+                                  input_round, producer_warp, lane);
+  } else {
+    produce_registers<Mode>(p, plan, slots, ring, input_round, producer_warp, lane);
+  }
+}
+
+// Which staging the input's strides and alignment allow (see Staging).
+template <class Mode>
+Staging choose_staging(const Problem& p) {
+  const auto rows_aligned_to = [&](int64_t elems) {
+    return p.in_stride[3] == 1 &&
+           reinterpret_cast<uintptr_t>(p.input) % (elems * sizeof(typename Mode::Raw)) == 0 &&
+           p.in_stride[0] % elems == 0 && p.in_stride[1] % elems == 0 &&
+           p.in_stride[2] % elems == 0;
+  };
+  constexpr int64_t kPerCopy16 = kCopyBytes / sizeof(typename Mode::Raw);
+  if (rows_aligned_to(kPerCopy16)) return Staging::kCopy16;
+  // 4-byte units: any float32 element; 16-bit elements only as aligned pairs.
+  if (sizeof(typename Mode::Raw) == 4 || rows_aligned_to(2)) return Staging::kCopy4;
+  return Staging::kRegisters;
+}
+
+// Turns `plan` into a TMA plan with `map` describing the input, every window
+// copied as one window_box (igemm/tile_plan.h). Returns false where TMA cannot take
+// this input (no box fits, or the driver rejects the strides), which then stays
+// on 16-byte cp.async units.
+template <class Mode>
+bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  const WindowBox window = window_box(plan, int(sizeof(typename Mode::Raw)));
+  if (window.cols == 0 || !encode_window_map(p, window.cols, window.rows, map)) return false;
+  plan.pitch = window.cols;
+  plan.box_rows = window.rows;
+  return true;
+#else
+  (void)p, (void)plan, (void)map;
+  return false;
+#endif
+}
+
+template <class Mode, DType T, bool kWgmma, Staging kStaging>
+cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMap& window_map,
+                          const DeviceInfo& device, cudaStream_t stream) {
+  constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
+  const size_t smem = SmemLayout<Mode>::kTotal;
+  int per_sm = 0;
+  const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
+  if (err != cudaSuccess) return err;
+  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
+  TilePlan ordered = plan;
+  if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {
+    ordered.order = contiguous_runs(plan.tiles, grid);
+  }
+  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, ordered, window_map);
+  return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+template <class Mode, DType T, bool kWgmma>
+cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
+                          cudaStream_t stream) {
+  const Staging staging = choose_staging<Mode>(p);
+  WindowMap map{};  // read by TMA kernels only
+  if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
+    TilePlan tma_plan = plan;
+    if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
+      return launch_kernel<Mode, T, kWgmma, Staging::kTma>(p, tma_plan, map, device, stream);
+    }
+  }
+  switch (staging) {
+    case Staging::kCopy16:
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16>(p, plan, map, device, stream);
+    case Staging::kCopy4:
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4>(p, plan, map, device, stream);
+    case Staging::kRegisters:
+      if constexpr (sizeof(typename Mode::Raw) == 2) {
+        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters>(p, plan, map, device, stream);
+      }
+      break;
+    case Staging::kTma: break;  // chosen above, never by choose_staging
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class Mode, DType T>
+cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);  // 1 CTA/SM
+  if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask igemm_supported first
+  if (plan.tiles == 0) return cudaSuccess;
+  return device.allow_wgmma && wgmma_available(device)
+             ? launch_engine<Mode, T, true>(p, plan, device, stream)
+             : launch_engine<Mode, T, false>(p, plan, device, stream);
+}
+
+template <class Mode>
+WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
+  const Staging staging = choose_staging<Mode>(p);
+  if (staging == Staging::kRegisters) return WindowStaging::kRegisters;
+  if (staging == Staging::kCopy4) return WindowStaging::kCopy4;
+  // As launch_engine decides (a box that fits; the driver's encoding is not tried here).
+  if (staging == Staging::kCopy16 && device.allow_wgmma && wgmma_available(device)) {
+    const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);
+    if (plan.tiles > 0 && window_box(plan, int(sizeof(typename Mode::Raw))).cols > 0) {
+      return WindowStaging::kTma;
+    }
+  }
+  return WindowStaging::kCopy16;
+}
+
+size_t igemm_smem_bytes(const Problem& p) {
+  switch (p.dtype) {
+    case DType::kFloat32:
+      return p.allow_tf32 ? SmemLayout<mma::Tf32>::kTotal : SmemLayout<mma::Bf16x3>::kTotal;
+    case DType::kFloat16: return SmemLayout<mma::Half<false>>::kTotal;
+    case DType::kBFloat16: return SmemLayout<mma::Half<true>>::kTotal;
+  }
+  return ~size_t(0);
+}
+
+}  // namespace
+}  // namespace igemm
+
+// wgmma code exists only where CMake built the kernels for sm_90a.
+bool wgmma_available(const DeviceInfo& device) {
+#if defined(ALEXCONV_BUILT_FOR_SM90A)
+  return device.major == 9 && device.minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
+  switch (p.dtype) {
+    case DType::kFloat32: return igemm::window_staging<mma::Bf16x3>(p, device);
+    case DType::kFloat16: return igemm::window_staging<mma::Half<false>>(p, device);
+    case DType::kBFloat16: return igemm::window_staging<mma::Half<true>>(p, device);
+  }
+  return WindowStaging::kCopy16;
+}
+
+bool igemm_supported(const Problem& p, const DeviceInfo& device) {
+  return device.major >= 8 && igemm::igemm_smem_bytes(p) <= device.max_smem_per_block_optin &&
+         igemm::make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count).strips > 0;
+}
+
+cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  switch (p.dtype) {
+    case DType::kFloat32:
+      return p.allow_tf32 ? igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, stream)
+                          : igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
+    case DType::kFloat16: return igemm::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
+    case DType::kBFloat16: return igemm::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace cuda
+}  // namespace alexconv
+

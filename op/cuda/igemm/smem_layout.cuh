@@ -1,0 +1,75 @@
+// The register-gather kernel's K steps and tap order, its shared-memory layout
+// (packed B, tap offsets, bias, ring barriers, window slots, 16-bit output staging)
+// and the ring barriers between its producer and consumer warps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../../conv1_geometry.h"
+#include "../arch/wgmma.cuh"
+#include "../common/epilogue.cuh"
+#include "../common/operand_modes.cuh"
+#include "tile_plan.h"
+
+namespace alexconv {
+namespace cuda {
+namespace igemm {
+
+constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
+using mma::kTapsPerChannel;
+static_assert(kTapsPerChannel == kKernel * kKernel && kStride % 2 == 0 && kPad % 2 == 0,
+              "the paired K order (common/operand_modes.cuh) needs even window columns");
+
+
+// The tap that col c (a k index, 0..15) of a step multiplies, in the K order of common/operand_modes.cuh.
+template <class Mode>
+__device__ __forceinline__ int step_tap(int step, int c) {
+  return mma::paired_tap(step * 8 + Mode::pair(c), Mode::member(c));
+}
+
+// Window slots 1 and 2 hold a channel's raw weights while B is packed (see
+// pack_weights); stage 0's window copy is in flight meanwhile.
+constexpr int kRawSlots = kStages - 1;
+
+// The ring's barriers, one set per window slot (common/ring.cuh walks the ring):
+// `full` completes when every producer thread has arrived (the window is ready),
+// `empty` when every consumer thread has (the slot may be refilled), and `landed`
+// when a TMA copy into the slot has delivered its bytes. Nothing else synchronises
+// the two roles, so copies, conversion, MMAs and epilogues of different stages overlap.
+struct RingBarriers {
+  uint64_t full[kStages];
+  uint64_t empty[kStages];
+  uint64_t landed[kStages];
+};
+
+template <class Mode>
+struct SmemLayout {
+  using Word = typename Mode::Word;
+  // B in either engine's layout (the two happen to need the same bytes).
+  static constexpr size_t kBMmaSync = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
+  static constexpr size_t kBWgmma =
+      size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
+  static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
+  static constexpr size_t kKoffAt = kB;
+  static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
+  static constexpr size_t kTapsAt = kBiasAt + kOutChannels * sizeof(float);
+  static constexpr size_t kRingAt = kTapsAt + kSteps * 16;
+  // TMA copies land at 128-byte aligned addresses: offsets are rounded here, and the
+  // dynamic shared memory starts the CTA's window (these kernels have no static
+  // shared memory). Declaring it __align__(128) instead changes the wgmma
+  // descriptor arithmetic in SASS, so that is left for a build verified on a GPU.
+  static constexpr size_t kSlotsAt = (kRingAt + sizeof(RingBarriers) + 127) / 128 * 128;
+  static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
+  // 16-bit outputs leave through shared memory (see store_tile_staged); float32
+  // modes have no room for that beside their two-part weights.
+  static constexpr bool kStagedStores = sizeof(typename Mode::Raw) == 2;
+  static constexpr size_t kTotal =
+      kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+  static_assert(kRingAt % 8 == 0 && kSlotElems * sizeof(Word) % 128 == 0,
+                "barriers and slots stay aligned");
+};
+
+}  // namespace igemm
+}  // namespace cuda
+}  // namespace alexconv
