@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The SM clock and board power while one alexconv build runs back to back (docs/perf-notes.md,
-"The copy engine's share, measured (session 25)"): the kernels can hold the board at its power
+"The copy engine's share"): the kernels can hold the board at its power
 limit, where the clock, and so the tensor peak a time is judged against, drops below idle.
 
 Runs the op for --seconds on fresh torch.rand inputs while nvidia-smi samples every 100 ms, then

@@ -1,5 +1,5 @@
 """Accuracy of a two-MMA float32 split, emulated on the CPU (docs/perf-notes.md, "Two MMAs for
-float32, measured (session 25)"): 2^S x w ~ xh (2^S wh) + xh8 (2^S wl)8 + (2^S xl)8 wh8, with xh, wh
+float32"): 2^S x w ~ xh (2^S wh) + xh8 (2^S wl)8 + (2^S xl)8 wh8, with xh, wh
 fp16 and the *8 parts e4m3, against F.conv2d in float64, beside today's bf16x3 split
 (hi*hi + hi*lo + lo*hi). Each part is rounded as the kernel would round it, then convolved in
 float64, so only the operands' rounding is measured, not the accumulation order.
