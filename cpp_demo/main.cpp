@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,20 +66,25 @@ Options parse(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
-    if (a.rfind("--", 0) != 0) {
-      if (!o.model.empty()) usage("more than one model path given");
+    // A path that starts with '-' can be given as ./-name.
+    if (a.size() < 2 || a[0] != '-') {
+      if (!o.model.empty()) usage("more than one model path given: '" + o.model + "' and '" + a + "'");
       o.model = a;
       continue;
     }
-    if (i + 1 >= args.size()) usage(a + " needs a value");
+    // Every option takes a value. An unknown one is named as such wherever it stands (even
+    // last); a known one is missing its value at the end or when the next word is an option.
+    static const char* const kOptions[] = {"--device", "--batch", "--size", "--iters", "--atol", "--rtol"};
+    if (std::find(std::begin(kOptions), std::end(kOptions), a) == std::end(kOptions))
+      usage("unknown option " + a);
+    if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) usage(a + " needs a value");
     const std::string& v = args[++i];
     if (a == "--device") o.device = v;
     else if (a == "--batch") o.batch = parse_int(a, v, 0);
     else if (a == "--size") o.size = parse_int(a, v, 7);
     else if (a == "--iters") o.iters = parse_int(a, v, 1);
     else if (a == "--atol") o.atol = parse_double(a, v);
-    else if (a == "--rtol") o.rtol = parse_double(a, v);
-    else usage("unknown option " + a);
+    else o.rtol = parse_double(a, v);  // --rtol
   }
   if (o.model.empty()) usage("no model path given");
   if (o.device != "cpu" && o.device != "cuda") usage("--device must be cpu or cuda, got " + o.device);

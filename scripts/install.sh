@@ -11,7 +11,8 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   "$PYTHON" -m pip install --quiet "${ALEXCONV_TORCH:-torch==2.13.0}"
 fi
 echo "== build tools and test dependencies"
-"$PYTHON" -m pip install --quiet "scikit-build-core>=0.10" "cmake>=3.24" ninja "pytest>=7" "pytest-timeout>=2" "hypothesis>=6"
+# numpy: torch imports it when present and warns "Failed to initialize NumPy" on every run when not.
+"$PYTHON" -m pip install --quiet numpy "scikit-build-core>=0.10" "cmake>=3.24" ninja "pytest>=7" "pytest-timeout>=2" "hypothesis>=6"
 echo "== building alexconv (pip install --no-build-isolation -e .)"
 "$PYTHON" -m pip install --quiet --no-build-isolation -e ".[test]"
 "$PYTHON" -c "import alexconv, torch; print('alexconv', alexconv.__version__, 'at', alexconv.library_path(), '| torch', torch.__version__, '| cuda', torch.cuda.is_available())"

@@ -67,6 +67,31 @@ def test_demo_rejects_bad_arguments(args, message):
     assert message in res.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    # An unknown option is named as unknown wherever it stands, last included.
+    (["m.pt", "--bogus"], "unknown option --bogus"),
+    (["--bogus", "m.pt"], "unknown option --bogus"),
+    (["--bogus"], "unknown option --bogus"),
+    (["m.pt", "--batch", "2", "--bogus"], "unknown option --bogus"),
+    (["m.pt", "-x"], "unknown option -x"),
+    # A known option without its value: at the end, or followed by another option.
+    (["m.pt", "--batch"], "--batch needs a value"),
+    (["m.pt", "--size", "9", "--atol"], "--atol needs a value"),
+    (["m.pt", "--device", "--batch", "2"], "--device needs a value"),
+    (["m.pt", "--iters", "--bogus"], "--iters needs a value"),
+    # One model path only.
+    (["a.pt", "b.pt"], "more than one model path given: 'a.pt' and 'b.pt'"),
+    (["a.pt", "--batch", "2", "b.pt"], "more than one model path given: 'a.pt' and 'b.pt'"),
+])
+def test_demo_names_the_bad_argument_and_shows_usage(args, message):
+    res = _run(*args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    first = res.stderr.splitlines()[0]
+    assert first == f"error: {message}", res.stderr
+    assert "usage: alexconv_demo MODEL.pt" in res.stderr
+    assert res.stdout == ""
+
+
 def test_demo_reports_missing_model(tmp_path):
     res = _run(tmp_path / "absent.pt")
     assert res.returncode == 1

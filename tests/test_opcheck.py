@@ -15,6 +15,19 @@ def test_schema_is_the_published_one():
     )
 
 
+def test_python_wrapper_takes_allow_tf32_by_keyword_only():
+    """alexconv.conv1 matches the schema: allow_tf32 after `*`, so a positional True is an error."""
+    import inspect
+
+    import alexconv
+    param = inspect.signature(alexconv.conv1).parameters["allow_tf32"]
+    assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is False
+    x, (w, b) = make_input(1, 15, 15), make_weight()
+    with pytest.raises(TypeError):
+        alexconv.conv1(x, w, b, True)
+    assert torch.equal(alexconv.conv1(x, w, b, allow_tf32=True), alexconv.conv1(x, w, b))
+
+
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])

@@ -9,6 +9,7 @@ def conv1(
     input: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None = None,
+    *,
     allow_tf32: bool = False,
 ) -> torch.Tensor:
     """``F.conv2d(input, weight, bias, stride=4, padding=2)`` through alexconv's kernels.
@@ -19,9 +20,10 @@ def conv1(
             its time, README "Speed").
         weight: [96, 3, 11, 11], same dtype and device as ``input``.
         bias: [96] or None.
-        allow_tf32: on CUDA with float32, permit products rounded to TF32's 10-bit
-            mantissa (relative norm error up to 1e-3 instead of float32 accuracy): TF32
-            tensor cores, or on Hopper fp16 ones with range guards. No effect elsewhere.
+        allow_tf32: keyword-only, as in the op's schema. On CUDA with float32, permit
+            products rounded to TF32's 10-bit mantissa (relative norm error up to 1e-3
+            instead of float32 accuracy): TF32 tensor cores, or on Hopper fp16 ones with
+            range guards. No effect elsewhere.
 
     Returns:
         [N, 96, (H - 7) // 4 + 1, (W - 7) // 4 + 1] in ``input``'s dtype, in the memory
