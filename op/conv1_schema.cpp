@@ -1,5 +1,6 @@
-// The one TORCH_LIBRARY(alexconv, m): the operator's schema. Backends register
-// their kernels in op/<backend>/ with TORCH_LIBRARY_IMPL.
+// The one TORCH_LIBRARY(alexconv, m): the operator's schema, and conv1_kernel, which
+// names the kernel a call would take. Backends register their kernels in op/<backend>/
+// with TORCH_LIBRARY_IMPL.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
@@ -19,4 +20,5 @@ at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
 
 TORCH_LIBRARY(alexconv, m) {
   m.def(alexconv::kConv1Schema);
+  m.def(alexconv::kConv1KernelSchema);
 }

@@ -16,9 +16,11 @@ import contextlib
 import datetime
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -356,8 +358,11 @@ def parse_args(argv=None):
     p.add_argument("--bw-gib", type=float, default=2.0, help="copy size for the bandwidth measurement")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=REPO / "benchmarks/latest.json")
-    p.add_argument("--plot", type=Path, default=REPO / "benchmarks/latest.png")
+    p.add_argument("--plot", type=Path, default=REPO / "benchmarks/latest.png", help="'none': no plot")
     p.add_argument("--markdown", type=Path, help="also write environment + tables to this file")
+    p.add_argument("--emulate", nargs="+", default=[], metavar="CC",
+                   help="also time alexconv as the dispatcher plans for these GPU classes "
+                        "(ALEXCONV_EMULATE_DEVICE, e.g. 8.6 8.0 7.5), one child process each")
     args = p.parse_args(argv)
     args.batches = args.batches or ([256] if args.quick else [1, 8, 64, 256, 1024])
     args.sizes = args.sizes or [224]
@@ -377,6 +382,27 @@ def import_alexconv():
         return alexconv, None
     except Exception as e:  # not built, or the library fails to load: skip its rows, keep cuDNN's
         return None, f"import alexconv failed: {type(e).__name__}: {e}"
+
+
+def emulated_rows(cc: str, args) -> list[dict]:
+    """alexconv's rows with the dispatcher planning as GPU class `cc`, from a child process (the
+    variable is read once per process), named "... [as sm_XY]"; its nn.Conv2d row is dropped."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rows.json"
+        cmd = [sys.executable, __file__, "--contenders", "alexconv", "--json", str(out), "--plot", "none",
+               "--batches", *map(str, args.batches), "--sizes", *map(str, args.sizes), "--timer", args.timer,
+               "--warmup-ms", str(args.warmup_ms), "--rep-ms", str(args.rep_ms), "--seed", str(args.seed),
+               "--bw-gib", "0.25"] + (["--cold-l2"] if args.cold_l2 else [])
+        env = dict(os.environ, ALEXCONV_EMULATE_DEVICE=cc)
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not out.exists():
+            print(f"emulating {cc} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            return []
+        tag = "sm_" + cc.split(":")[0].replace(".", "")
+        rows = [r for r in json.loads(out.read_text())["rows"] if r["contender"] != BASELINE]
+        for r in rows:
+            r["contender"] += f" [as {tag}]"
+        return rows
 
 
 def main(argv=None) -> int:
@@ -414,16 +440,20 @@ def main(argv=None) -> int:
     with torch.no_grad():
         for size, batch in shapes:
             rows += run_shape(size, batch, contenders, conv, timer, bw, args.seed, progress)
+    for cc in args.emulate:
+        rows += emulated_rows(cc, args)
 
     table, summary = results_table(rows), summary_table(rows)
     print("\n## Results\n\n" + table + "\n")
+    args.plot = None if str(args.plot) == "none" else args.plot
     for path in filter(None, (args.json, args.plot, args.markdown)):
         path.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"env": env, "config": {k: str(v) if isinstance(v, Path) else v
                                                             for k, v in vars(args).items()},
                                      "rows": rows}, indent=1))
     print(f"wrote {args.json}", file=sys.stderr)
-    write_plot(rows, args.plot)
+    if args.plot:
+        write_plot(rows, args.plot)
     if args.markdown:
         env_md = "\n".join(f"- {k}: {v}" for k, v in env.items())
         args.markdown.write_text(f"# alexconv conv1 benchmark\n\n{env_md}\n\n## Results\n\n{table}\n\n{summary}\n")

@@ -2,9 +2,10 @@
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
-#   bash scripts/device_check.sh [build] [test] [sanitize] [bench] [benchfull] [profile] [ceiling] [floor] [operands]
-#   (default: build test sanitize bench; sanitize = sanitize-a + sanitize-b, each of which
-#   fits one 600 s device call with a build)
+#   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
+#                                [profile] [ceiling] [floor] [operands]
+#   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + sanitize-b.
+#   On one 600 s device call fit: build test; forced emulate; sanitize-a; sanitize-b bench)
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -13,7 +14,11 @@ OUT=${OUT:-build/device-check}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
 export ALEXCONV_REQUIRE_CUDA=1  # tests/conftest.py: no visible GPU fails the run
-steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize bench)
+steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test forced emulate sanitize bench)
+# The GPU classes the dispatcher can plan as on this card (op/cuda/dispatch.cpp): A100 (163 KB),
+# the 99 KB parts (sm_86/89/120 plan alike) and Turing (64 KB).
+EMULATED=${EMULATED:-8.0 8.6 7.5}
+CUDA_TESTS="tests/test_correctness.py tests/test_cuda_runtime.py tests/test_invalid_inputs.py tests/test_fuzz.py"
 declare -a summary
 
 run_step() {  # name, command...
@@ -46,14 +51,21 @@ for step in "${steps[@]}"; do
       run_step barriers bash scripts/check_barriers.sh || break ;;
     test)
       ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} run_step pytest \
-        python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
+        python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
+    forced)
       # The CUDA tests again with each kernel forced that auto does not pick everywhere on
-      # this GPU: space-to-depth (larger batches only), mma_sync (what sm_80 GPUs run)
-      # and direct (the fallback for GPUs with less shared memory).
-      for kernel in s2d mma_sync direct; do
+      # this GPU: space-to-depth (larger batches only), mma_sync (what other sm_80+ GPUs run),
+      # direct (the plain reference) and aten (cuDNN, where none of ours can run a call).
+      for kernel in s2d mma_sync direct aten; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
-          run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda \
-          tests/test_correctness.py tests/test_cuda_runtime.py tests/test_invalid_inputs.py tests/test_fuzz.py
+          run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
+      done ;;
+    emulate)
+      # The CUDA tests with the dispatcher planning as each other GPU class: the kernels
+      # (or the ATen path) an A100, an L4 / A10G / RTX 40xx or a T4 would get.
+      for cc in $EMULATED; do
+        ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_EMULATE_DEVICE=$cc \
+          run_step "pytest-as-$cc" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
       done ;;
     sanitize|sanitize-a|sanitize-b)
       # Every tool on the default engine for these small cases (wgmma on Hopper) and on the
@@ -85,7 +97,7 @@ for step in "${steps[@]}"; do
         done
       fi
       unset PYTORCH_NO_CUDA_MEMORY_CACHING ;;
-    bench) run_step benchmark python3 scripts/benchmark.py --quick --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    bench) run_step benchmark python3 scripts/benchmark.py --quick --emulate $EMULATED --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     profile)
       # Hardware counters for one mode's kernel (PROFILE_MODE, default fp32; PROFILE_BATCH,
@@ -118,7 +130,7 @@ echo
 echo "| step                   | rc   | time   |"
 echo "|------------------------|------|--------|"
 printf '%s\n' "${summary[@]}"
-for f in "$OUT"/pytest.log "$OUT"/pytest-{s2d,mma_sync,direct}.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "(passed|failed).* in [0-9.]+s" "$f" | tail -1)"; done
+for f in "$OUT"/pytest*.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "(passed|failed).* in [0-9.]+s" "$f" | tail -1)"; done
 grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
 for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"

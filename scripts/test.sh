@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # README's test command: install, build, check the CUDA kernels compile, run the whole suite.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k opcheck).
-# The CUDA compile check is most of the time (about 3 minutes on 2 cores, where nvcc exists and
-# torch has no CUDA); ALEXCONV_SKIP_CUDA_CHECK=1 skips it outside CI (never under CI=true).
+# The CUDA compile check takes 1-2 minutes on 2 cores (where nvcc exists and torch has no CUDA); ALEXCONV_SKIP_CUDA_CHECK=1 skips it outside CI (never under CI=true).
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -196,4 +197,9 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
 
 TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
   m.impl("conv1", &alexconv::conv1_cpu);
+  m.impl("conv1_kernel", [](const at::Tensor& input, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias, bool) -> std::string {
+    alexconv::check_conv1_args(input, weight, bias);
+    return "cpu";
+  });
 }

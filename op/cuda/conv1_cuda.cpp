@@ -1,11 +1,16 @@
 // CUDA backend (TORCH_LIBRARY_IMPL CUDA): argument checks, output allocation, device
 // guard and stream, then the kernel dispatch.cpp picks.
+#include <ATen/Context.h>
+#include <ATen/Functions.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <string>
+
 #include "../conv1_checks.h"
+#include "../conv1_geometry.h"
 #include "dispatch.h"
 #include "kernel_api.h"
 
@@ -19,17 +24,28 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
   return cuda::DType::kFloat32;
 }
 
+// Calls none of our kernels can run (GPUs below sm_80, working sets past the GPU's shared
+// memory, extents past the kernels' 32-bit tile arithmetic): cuDNN, under the op's own
+// contract rather than the global flags -- TF32 only with allow_tf32, deterministic
+// algorithms -- and in the output memory format the op promises.
+at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
+                      const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
+  const int64_t pad = kPad, stride = kStride, dilation = 1;
+  at::Tensor y = at::cudnn_convolution(input, weight, {pad, pad}, {stride, stride}, {dilation, dilation},
+                                       /*groups=*/1, at::globalContext().benchmarkCuDNN(),
+                                       /*deterministic=*/true, allow_tf32);
+  if (bias.has_value() && bias->defined()) y.add_(bias->reshape({1, -1, 1, 1}));
+  if (y.strides() == out.strides()) return y;  // cuDNN chose the format F.conv2d would
+  return out.copy_(y);
+}
+
 void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
   for (int i = 0; i < 4; ++i) dst[i] = t.stride(i);
 }
 
-at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool allow_tf32) {
-  check_conv1_args(input, weight, bias);
-  const c10::cuda::CUDAGuard guard(input.device());
-  at::Tensor out = conv1_empty_output(input, weight);
-  if (out.numel() == 0) return out;
-
+// The kernels' view of a call whose output is `out`.
+cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
+                           const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
   cuda::Problem p;
   p.input = input.const_data_ptr();
   p.weight = weight.const_data_ptr();
@@ -48,12 +64,38 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   copy_strides(weight, p.weight_stride);
   copy_strides(out, p.out_stride);
   p.out_pixel_major = cuda::pixel_major_output(p);
+  return p;
+}
 
-  const cuda::DeviceInfo device = cuda::device_info(*at::cuda::getCurrentDeviceProperties());
+// The device as the dispatcher plans for it (the current device; the caller holds the guard).
+cuda::DeviceInfo current_device() {
+  const bool aten_available = at::globalContext().hasCuDNN() && at::globalContext().userEnabledCuDNN();
+  return cuda::device_info(*at::cuda::getCurrentDeviceProperties(), aten_available);
+}
+
+at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
+                      const std::optional<at::Tensor>& bias, bool allow_tf32) {
+  check_conv1_args(input, weight, bias);
+  const c10::cuda::CUDAGuard guard(input.device());
+  at::Tensor out = conv1_empty_output(input, weight);
+  if (out.numel() == 0) return out;
+  const cuda::Problem p = make_problem(input, weight, bias, allow_tf32, out);
+  const cuda::DeviceInfo device = current_device();
   const cuda::Kernel kernel = cuda::choose_kernel(p, device);
+  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, out);
   C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
+}
+
+std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
+                              const std::optional<at::Tensor>& bias, bool allow_tf32) {
+  check_conv1_args(input, weight, bias);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor out = conv1_empty_output(input, weight);
+  if (out.numel() == 0) return "none";  // an empty output launches nothing
+  return cuda::kernel_name(cuda::choose_kernel(make_problem(input, weight, bias, allow_tf32, out),
+                                               current_device()));
 }
 
 }  // namespace
@@ -61,4 +103,5 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
 
 TORCH_LIBRARY_IMPL(alexconv, CUDA, m) {
   m.impl("conv1", &alexconv::conv1_cuda);
+  m.impl("conv1_kernel", &alexconv::conv1_kernel_cuda);
 }

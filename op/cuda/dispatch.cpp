@@ -5,6 +5,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -14,7 +15,7 @@ namespace {
 
 // ALEXCONV_CUDA_KERNEL: unset or "auto" picks per call; a kernel's name forces it
 // (tests cover with it the paths a GPU or a problem size would not pick).
-enum class Override { kAuto, kDirect, kMmaSync, kWgmma, kS2d };
+enum class Override { kAuto, kDirect, kMmaSync, kWgmma, kS2d, kAten };
 
 Override kernel_override() {
   static const Override choice = [] {
@@ -25,8 +26,9 @@ Override kernel_override() {
     if (v == "mma_sync") return Override::kMmaSync;
     if (v == "wgmma") return Override::kWgmma;
     if (v == "s2d") return Override::kS2d;
-    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, wgmma or s2d, got '", v,
-                "'");
+    if (v == "aten") return Override::kAten;
+    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, wgmma, s2d or aten, got '",
+                v, "'");
     return Override::kAuto;
   }();
   return choice;
@@ -66,11 +68,51 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
 
 // The fastest path that can run the call: the space-to-depth kernel where measured
 // faster, else the register-gather implicit GEMM where its working set fits in shared
-// memory (wgmma on Hopper, mma.sync elsewhere), else the direct kernel.
+// memory (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (cuDNN: 17-27x
+// faster than the direct kernel on an H200, which stays the tests' plain reference),
+// else the direct kernel.
 Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   if (s2d_preferred(p, device)) return Kernel::kS2d;
   if (igemm_supported(p, device)) return wgmma_available(device) ? Kernel::kWgmma : Kernel::kMmaSync;
-  return Kernel::kDirect;
+  return device.aten_available ? Kernel::kAten : Kernel::kDirect;
+}
+
+// The GPU classes ALEXCONV_EMULATE_DEVICE knows by compute capability alone: the
+// shared memory a block can opt into on each (CUDA programming guide, compute
+// capabilities table).
+struct GpuClass {
+  int major, minor;
+  size_t smem_per_block_optin;
+};
+constexpr GpuClass kGpuClasses[] = {
+    {7, 5, 65536},   // T4, RTX 20xx
+    {8, 0, 166912},  // A100, A800, A30
+    {8, 6, 101376},  // RTX 30xx, A10, A10G, A40, RTX A6000
+    {8, 7, 166912},  // Jetson Orin
+    {8, 9, 101376},  // RTX 40xx, L4, L40, L40S
+    {9, 0, 232448},  // H100, H200
+    {10, 0, 232448}, // B200
+    {12, 0, 101376}, // RTX 50xx
+};
+
+// "M.m" or "M.m:bytes" -> the GPU class to plan as.
+GpuClass emulated_class(const std::string& v) {
+  int major = -1, minor = -1;
+  long long bytes = -1;
+  char colon = 0;
+  const int fields = std::sscanf(v.c_str(), "%d.%d%c%lld", &major, &minor, &colon, &bytes);
+  const bool with_bytes = fields == 4 && colon == ':' && bytes > 0;
+  TORCH_CHECK((fields == 2 || with_bytes) && major >= 0 && minor >= 0,
+              "ALEXCONV_EMULATE_DEVICE must be a compute capability such as 8.6, optionally with the "
+              "shared memory a block can opt into in bytes (8.6:101376), got '", v, "'");
+  for (const GpuClass& c : kGpuClasses) {
+    if (c.major == major && c.minor == minor) {
+      return {major, minor, with_bytes ? size_t(bytes) : c.smem_per_block_optin};
+    }
+  }
+  TORCH_CHECK(with_bytes, "ALEXCONV_EMULATE_DEVICE=", v, ": compute capability ", major, ".", minor,
+              " has no known shared-memory size; give it as ", major, ".", minor, ":BYTES");
+  return {major, minor, size_t(bytes)};
 }
 
 }  // namespace
@@ -81,16 +123,31 @@ const char* kernel_name(Kernel kernel) {
     case Kernel::kMmaSync: return "mma_sync";
     case Kernel::kWgmma: return "wgmma";
     case Kernel::kS2d: return "s2d";
+    case Kernel::kAten: return "aten";
   }
   return "?";
 }
 
-DeviceInfo device_info(const cudaDeviceProp& prop) {
+DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
   DeviceInfo device;
   device.sm_count = prop.multiProcessorCount;
   device.major = prop.major;
   device.minor = prop.minor;
   device.max_smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  device.aten_available = aten_available;
+  static const char* const emulate = std::getenv("ALEXCONV_EMULATE_DEVICE");
+  if (emulate == nullptr || *emulate == 0) return device;
+  const GpuClass as = emulated_class(emulate);
+  // Planning with more shared memory than this GPU has would fail every launch. (The
+  // kernels that run are this GPU's code: an emulated sm_86 runs the mma.sync kernels
+  // of this build's sm_90a binary, with sm_86's shared-memory budget.)
+  TORCH_CHECK(as.smem_per_block_optin <= device.max_smem_per_block_optin, "ALEXCONV_EMULATE_DEVICE=",
+              emulate, " asks for ", as.smem_per_block_optin, " bytes of shared memory per block; this GPU (sm_",
+              prop.major, prop.minor, ") has ", device.max_smem_per_block_optin);
+  device.major = as.major;
+  device.minor = as.minor;
+  device.max_smem_per_block_optin = as.smem_per_block_optin;
+  device.emulated = true;
   return device;
 }
 
@@ -98,6 +155,10 @@ Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {
   switch (kernel_override()) {
     case Override::kAuto: return auto_kernel(p, device);
     case Override::kDirect: return Kernel::kDirect;
+    case Override::kAten:
+      TORCH_CHECK(device.aten_available, "ALEXCONV_CUDA_KERNEL=aten asks for ATen's cuDNN convolution, "
+                  "which this PyTorch build does not have");
+      return Kernel::kAten;
     case Override::kS2d:
       TORCH_CHECK(s2d_facts(p, device).supported, "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
                   device.major, device.minor, ") or build cannot run");
@@ -122,6 +183,7 @@ cudaError_t launch(Kernel kernel, const Problem& p, DeviceInfo device, cudaStrea
     case Kernel::kWgmma:
       device.allow_wgmma = kernel == Kernel::kWgmma;
       return launch_conv1_igemm(p, device, stream);
+    case Kernel::kAten: break;  // not ours: the caller runs it
   }
   return cudaErrorInvalidValue;
 }

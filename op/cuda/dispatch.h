@@ -11,19 +11,27 @@ namespace cuda {
 
 // The paths a call can take. kMmaSync and kWgmma are the register-gather implicit
 // GEMM's two engines (igemm/), kS2d the space-to-depth implicit GEMM (s2d/), kDirect
-// the plain kernel (direct/).
-enum class Kernel { kDirect, kMmaSync, kWgmma, kS2d };
+// the plain kernel (direct/), kAten ATen's own convolution (cuDNN) under the op's
+// numerical contract, for GPUs and sizes none of our fast kernels can run.
+enum class Kernel { kDirect, kMmaSync, kWgmma, kS2d, kAten };
 const char* kernel_name(Kernel kernel);
 
-// The properties of the device the call runs on, as the kernels plan with them.
-DeviceInfo device_info(const cudaDeviceProp& prop);
+// The properties of the device the call runs on, as the kernels plan with them. Where
+// ALEXCONV_EMULATE_DEVICE names another GPU class ("8.6", or "8.6:101376" with its
+// shared-memory opt-in in bytes), the dispatcher plans as that GPU would: its compute
+// capability and shared memory, this GPU's multiprocessors (tests and benchmarks of
+// other GPUs' kernels on a Hopper card). `aten_available`: ATen can run the call
+// (cuDNN present), decided by the caller.
+DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 
 // The kernel for this call: the one ALEXCONV_CUDA_KERNEL forces (raising a clear error
-// where this GPU or build cannot run it), else the fastest that can run it here.
+// where this GPU or build cannot run it), else the fastest that can run it here. Never
+// kAten where one of ours can run the call; never kDirect where ATen can.
 Kernel choose_kernel(const Problem& problem, const DeviceInfo& device);
 
-// Enqueues `kernel` on `stream`; errors of its set-up calls are returned, the launch
-// itself is checked by the caller (C10_CUDA_KERNEL_LAUNCH_CHECK).
+// Enqueues one of our kernels (not kAten: the caller runs that) on `stream`; errors of
+// its set-up calls are returned, the launch itself is checked by the caller
+// (C10_CUDA_KERNEL_LAUNCH_CHECK).
 cudaError_t launch(Kernel kernel, const Problem& problem, DeviceInfo device, cudaStream_t stream);
 
 }  // namespace cuda

@@ -48,6 +48,8 @@ struct DeviceInfo {
   int major = 0, minor = 0;
   size_t max_smem_per_block_optin = 0;
   bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests)
+  bool aten_available = false;  // ATen's convolution can run calls none of ours can
+  bool emulated = false;        // major, minor and the shared memory are another GPU's
 };
 
 // The kernel families; dispatch.cpp picks one per call. Each enqueues the

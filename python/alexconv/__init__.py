@@ -12,8 +12,8 @@ from ._library import cmake_prefix_path, library_path, load_library
 load_library()
 
 from .models import Model, ModelNew, get_init_inputs, get_inputs  # noqa: E402
-from .ops import conv1  # noqa: E402
+from .ops import conv1, conv1_kernel  # noqa: E402
 
-__all__ = ["conv1", "Model", "ModelNew", "get_inputs", "get_init_inputs", "library_path",
+__all__ = ["conv1", "conv1_kernel", "Model", "ModelNew", "get_inputs", "get_init_inputs", "library_path",
            "cmake_prefix_path"]
 __version__ = "0.1.0"

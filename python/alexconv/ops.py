@@ -31,3 +31,19 @@ def conv1(
         convolution backward. Under ``torch.autocast`` it runs in the autocast dtype.
     """
     return torch.ops.alexconv.conv1(input, weight, bias, allow_tf32=allow_tf32)
+
+
+def conv1_kernel(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    allow_tf32: bool = False,
+) -> str:
+    """Which kernel :func:`conv1` runs for these arguments on their device: ``"cpu"``; on CUDA
+    ``"wgmma"`` or ``"s2d"`` (Hopper), ``"mma_sync"`` (other tensor-core GPUs), ``"aten"``
+    (ATen's cuDNN convolution, where none of alexconv's kernels can run the call) or
+    ``"direct"``; ``"none"`` for an empty output. ``ALEXCONV_CUDA_KERNEL`` and
+    ``ALEXCONV_EMULATE_DEVICE`` apply, as for the call itself (docs/architecture.md).
+    """
+    return torch.ops.alexconv.conv1_kernel(input, weight, bias, allow_tf32=allow_tf32)

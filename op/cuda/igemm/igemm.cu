@@ -48,6 +48,9 @@ template <class Mode, DType T, bool kWgmma, Staging kStaging>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_igemm_kernel(const Problem p, const TilePlan plan,
                        const __grid_constant__ WindowMap window_map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // mma.sync, cp.async and mbarriers need sm_80; dispatch.cpp never launches it here
+#else
   using Word = typename Mode::Word;
   constexpr bool kAsync = kStaging != Staging::kRegisters;
   using Layout = SmemLayout<Mode>;
@@ -103,6 +106,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   } else {
     produce_registers<Mode>(p, plan, slots, ring, input_round, producer_warp, lane);
   }
+#endif
 }
 
 // Which staging the input's strides and alignment allow (see Staging).

@@ -119,7 +119,7 @@ struct SmemLayout {
 
 // The K order of a (channel, tap) step as common/weight_packing.cuh's table: k = 4 ry + rx
 // multiplies tap (4 dy + ry, 4 dx + rx), a zero weight past the kernel.
-__device__ __forceinline__ uint8_t step_tap(int step, int k) {
+[[maybe_unused]] __device__ __forceinline__ uint8_t step_tap(int step, int k) {
   const int ky = (step / kTaps1D) * kStride + k / kStride;
   const int kx = (step % kTaps1D) * kStride + k % kStride;
   return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : kTapsPerChannel);
@@ -137,6 +137,9 @@ template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __trap();  // wgmma, TMA and setmaxnreg are sm_90a's; other targets compile no body
+#else
   using Layout = SmemLayout<Mode, kSource>;
   using Raw = typename Mode::Raw;
   using Split = RegisterSplit<Mode, kSource, kUnits>;
@@ -215,6 +218,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
       produce<Mode, T, kUnits>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
     }
   }
+#endif
 }
 
 // What every kernel of the mode needs (those of kPixelSpans need more).

@@ -25,4 +25,10 @@ at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
 inline constexpr const char* kConv1Schema =
     "conv1(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False) -> Tensor";
 
+// Which kernel conv1 would run for these arguments, by name: "cpu" on CPU; on CUDA
+// "wgmma", "s2d", "mma_sync", "aten" (cuDNN, where none of ours can run the call) or
+// "direct" (docs/architecture.md). Raises what conv1 would raise for invalid arguments.
+inline constexpr const char* kConv1KernelSchema =
+    "conv1_kernel(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False) -> str";
+
 }  // namespace alexconv

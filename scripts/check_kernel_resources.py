@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Every CUDA kernel's resources, per target, from ptxas's -v report (the compile check builds
+with it): registers, spills, stack. Fails on a spill no entry of KNOWN_SPILLS allows, and on a
+kernel whose report is missing.
+
+    python3 scripts/check_kernel_resources.py build/cuda-compile-check/ptxas.log
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+
+# Spills measured and accepted, by (kernel-name fragment, target) -> most bytes of spill stores.
+# A new spill anywhere else fails the check; so does one larger than listed here.
+KNOWN_SPILLS = {
+    # The register gather's mma.sync TF32 kernels with cp.async staging (Tf32, mma.sync, Staging
+    # kCopy4 / kCopy16): 48 bytes, the kernels an A100 runs with allow_tf32 (issue 44).
+    ("conv1_igemm_kernelINS0_3mma4Tf32ELNS0_5DTypeE0ELb0E", "*"): 48,
+}
+
+ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
+SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+USED = re.compile(r"Used (\d+) registers")
+
+
+def parse(text: str) -> dict[tuple[str, str], dict]:
+    kernels: dict[tuple[str, str], dict] = {}
+    current = None
+    for line in text.splitlines():
+        if m := ENTRY.search(line):
+            current = (m.group(1), m.group(2))
+            kernels[current] = {}
+        elif current and (m := SPILL.search(line)):
+            kernels[current].update(stack=int(m.group(1)), spill=int(m.group(2)))
+        elif current and (m := USED.search(line)):
+            kernels[current]["registers"] = int(m.group(1))
+    return kernels
+
+
+def allowed_spill(name: str, target: str) -> int:
+    return max((b for (frag, t), b in KNOWN_SPILLS.items() if frag in name and t in ("*", target)), default=0)
+
+
+def main(path: str) -> int:
+    kernels = parse(open(path, errors="replace").read())
+    if not kernels:
+        print(f"{path}: no ptxas -v report (was the compile check built with -Xptxas=-v?)", file=sys.stderr)
+        return 1
+    per_target = defaultdict(list)
+    problems = []
+    for (name, target), r in sorted(kernels.items()):
+        if "registers" not in r:
+            problems.append(f"{target} {name}: no register report")
+            continue
+        per_target[target].append(r["registers"])
+        limit = allowed_spill(name, target)
+        if r.get("spill", 0) > limit:
+            problems.append(f"{target} {name}: {r['spill']} bytes spill stores (allowed {limit})")
+    for target, regs in sorted(per_target.items()):
+        spilled = sum(1 for (n, t), r in kernels.items() if t == target and r.get("spill", 0))
+        print(f"{target}: {len(regs)} kernels, registers {min(regs)}-{max(regs)}, {spilled} with (known) spills")
+    for p in problems:
+        print("FAIL", p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
