@@ -4,8 +4,8 @@
 #
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
 #                                [profile] [ceiling] [floor] [operands]
-#   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + sanitize-b.
-#   On one 600 s device call fit: build test; forced emulate; sanitize-a; sanitize-b bench)
+#   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
+#   On one 600 s device call fit: build test; forced; emulate bench; each sanitize-x)
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -54,9 +54,10 @@ for step in "${steps[@]}"; do
         python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-} ;;
     forced)
       # The CUDA tests again with each kernel forced that auto does not pick everywhere on
-      # this GPU: space-to-depth (larger batches only), mma_sync (what other sm_80+ GPUs run),
+      # this GPU: space-to-depth (larger batches only), mma_sync (what A100s run in 16 bits),
+      # mma_sync_split (the 99 KB parts' kernels: float32 over four CTAs, 16-bit over two),
       # direct (the plain reference) and aten (cuDNN, where none of ours can run a call).
-      for kernel in s2d mma_sync direct aten; do
+      for kernel in s2d mma_sync mma_sync_split direct aten; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
           run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
       done ;;
@@ -67,27 +68,39 @@ for step in "${steps[@]}"; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_EMULATE_DEVICE=$cc \
           run_step "pytest-as-$cc" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
       done ;;
-    sanitize|sanitize-a|sanitize-b)
+    sanitize|sanitize-a|sanitize-b|sanitize-c)
       # Every tool on the default engine for these small cases (wgmma on Hopper) and on the
       # space-to-depth kernel; memory and race checks on the portable engines too. memcheck
       # runs without torch's caching allocator: with it, an input ends inside a larger
       # block, and a read a few bytes past its end (what the copy engine's 16-byte units
       # could do) stays invisible.
+      # sanitize-c: every tool on the portable kernels -- the 99 KB parts' split kernels
+      # (forced) and the A100 plan (emulated: float32 over two CTAs, 16-bit resident).
       runs=()
-      [[ $step != sanitize-b ]] && runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct)
-      [[ $step != sanitize-a ]] && runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d
-                                          memcheck:mma_sync racecheck:mma_sync)
+      case $step in
+        sanitize-a) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct) ;;
+        sanitize-b) runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync) ;;
+        sanitize-c) for tool in memcheck racecheck initcheck synccheck; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
+        sanitize) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct
+                         memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync)
+                  for tool in memcheck racecheck initcheck synccheck; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
+      esac
       for run in "${runs[@]}"; do
         tool=${run%%:*} kernel=${run##*:}
         uncached "$tool"
-        ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
-          compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+        if [[ $kernel == as-* ]]; then
+          ALEXCONV_EMULATE_DEVICE=${kernel#as-} run_step "sanitizer-$tool-$kernel" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+        else
+          ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+        fi
       done
       # Several tiles per CTA: the space-to-depth kernel's two accumulator sets (TMA and
       # element-load variants; 227 16-bit in auto too), the register-gather kernel in
       # multi-strip plans (auto at these batches), and its long runs (forced: auto sends
       # that case to the space-to-depth kernel on Hopper).
-      if [[ $step != sanitize-b ]]; then
+      if [[ $step == sanitize || $step == sanitize-a ]]; then
         for run in memcheck:s2d:many-tiles racecheck:s2d:many-tiles memcheck:auto:many-tiles \
                    racecheck:auto:many-tiles memcheck:wgmma:long-runs; do
           IFS=: read -r tool kernel cases <<< "$run"

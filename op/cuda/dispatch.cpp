@@ -15,7 +15,7 @@ namespace {
 
 // ALEXCONV_CUDA_KERNEL: unset or "auto" picks per call; a kernel's name forces it
 // (tests cover with it the paths a GPU or a problem size would not pick).
-enum class Override { kAuto, kDirect, kMmaSync, kWgmma, kS2d, kAten };
+enum class Override { kAuto, kDirect, kMmaSync, kMmaSyncSplit, kWgmma, kS2d, kAten };
 
 Override kernel_override() {
   static const Override choice = [] {
@@ -24,11 +24,12 @@ Override kernel_override() {
     if (v == "auto") return Override::kAuto;
     if (v == "direct") return Override::kDirect;
     if (v == "mma_sync") return Override::kMmaSync;
+    if (v == "mma_sync_split") return Override::kMmaSyncSplit;
     if (v == "wgmma") return Override::kWgmma;
     if (v == "s2d") return Override::kS2d;
     if (v == "aten") return Override::kAten;
-    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, wgmma, s2d or aten, got '",
-                v, "'");
+    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, mma_sync_split, wgmma, s2d or "
+                "aten, got '", v, "'");
     return Override::kAuto;
   }();
   return choice;
@@ -66,14 +67,27 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
   return other == WindowStaging::kRegisters || other == WindowStaging::kCopy4 || s2d.tma_boxes;
 }
 
+Kernel mma_sync_kernel(IgemmFit fit) {
+  return fit == IgemmFit::kHalfN ? Kernel::kMmaSyncN48 : fit == IgemmFit::kQuarterN ? Kernel::kMmaSyncN24
+                                                                                     : Kernel::kMmaSync;
+}
+
+IgemmFit fit_of(Kernel kernel) {
+  return kernel == Kernel::kMmaSyncN48 ? IgemmFit::kHalfN
+         : kernel == Kernel::kMmaSyncN24 ? IgemmFit::kQuarterN
+                                         : IgemmFit::kResident;
+}
+
 // The fastest path that can run the call: the space-to-depth kernel where measured
-// faster, else the register-gather implicit GEMM where its working set fits in shared
-// memory (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (cuDNN: 17-27x
+// faster, else the register-gather implicit GEMM in the widest fit the GPU's shared memory
+// takes (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (cuDNN: 17-27x
 // faster than the direct kernel on an H200, which stays the tests' plain reference),
 // else the direct kernel.
 Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   if (s2d_preferred(p, device)) return Kernel::kS2d;
-  if (igemm_supported(p, device)) return wgmma_available(device) ? Kernel::kWgmma : Kernel::kMmaSync;
+  const IgemmFit fit = igemm_fit(p, device);
+  if (fit == IgemmFit::kResident && wgmma_available(device)) return Kernel::kWgmma;
+  if (fit != IgemmFit::kNone) return mma_sync_kernel(fit);
   return device.aten_available ? Kernel::kAten : Kernel::kDirect;
 }
 
@@ -121,6 +135,8 @@ const char* kernel_name(Kernel kernel) {
   switch (kernel) {
     case Kernel::kDirect: return "direct";
     case Kernel::kMmaSync: return "mma_sync";
+    case Kernel::kMmaSyncN48: return "mma_sync_n48";
+    case Kernel::kMmaSyncN24: return "mma_sync_n24";
     case Kernel::kWgmma: return "wgmma";
     case Kernel::kS2d: return "s2d";
     case Kernel::kAten: return "aten";
@@ -163,13 +179,22 @@ Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {
       TORCH_CHECK(s2d_facts(p, device).supported, "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
                   device.major, device.minor, ") or build cannot run");
       return Kernel::kS2d;
-    case Override::kMmaSync:
-    case Override::kWgmma: {
-      const bool wgmma = kernel_override() == Override::kWgmma;
-      TORCH_CHECK(igemm_supported(p, device) && (!wgmma || wgmma_available(device)),
-                  "ALEXCONV_CUDA_KERNEL=", wgmma ? "wgmma" : "mma_sync",
-                  " asks for a kernel this GPU (sm_", device.major, device.minor, ") or build cannot run");
-      return wgmma ? Kernel::kWgmma : Kernel::kMmaSync;
+    case Override::kWgmma:
+      TORCH_CHECK(igemm_fit_supported(p, device, IgemmFit::kResident) && wgmma_available(device),
+                  "ALEXCONV_CUDA_KERNEL=wgmma asks for a kernel this GPU (sm_", device.major, device.minor,
+                  ") or build cannot run");
+      return Kernel::kWgmma;
+    case Override::kMmaSync: {  // the mma.sync engine in the widest fit this GPU takes
+      const IgemmFit fit = igemm_fit(p, device);
+      TORCH_CHECK(fit != IgemmFit::kNone, "ALEXCONV_CUDA_KERNEL=mma_sync asks for a kernel this GPU (sm_",
+                  device.major, device.minor, ") or build cannot run");
+      return mma_sync_kernel(fit);
+    }
+    case Override::kMmaSyncSplit: {  // the narrowest split the dtype has: the 99 KB parts' kernel
+      const IgemmFit fit = igemm_fit_supported(p, device, IgemmFit::kQuarterN) ? IgemmFit::kQuarterN : IgemmFit::kHalfN;
+      TORCH_CHECK(igemm_fit_supported(p, device, fit), "ALEXCONV_CUDA_KERNEL=mma_sync_split asks for a kernel "
+                  "this GPU (sm_", device.major, device.minor, ") or build cannot run");
+      return mma_sync_kernel(fit);
     }
   }
   return Kernel::kDirect;
@@ -180,9 +205,11 @@ cudaError_t launch(Kernel kernel, const Problem& p, DeviceInfo device, cudaStrea
     case Kernel::kDirect: return launch_conv1_direct(p, stream);
     case Kernel::kS2d: return launch_conv1_s2d(p, device, stream);
     case Kernel::kMmaSync:
+    case Kernel::kMmaSyncN48:
+    case Kernel::kMmaSyncN24:
     case Kernel::kWgmma:
       device.allow_wgmma = kernel == Kernel::kWgmma;
-      return launch_conv1_igemm(p, device, stream);
+      return launch_conv1_igemm(p, device, fit_of(kernel), stream);
     case Kernel::kAten: break;  // not ours: the caller runs it
   }
   return cudaErrorInvalidValue;

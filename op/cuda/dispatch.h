@@ -9,11 +9,14 @@
 namespace alexconv {
 namespace cuda {
 
-// The paths a call can take. kMmaSync and kWgmma are the register-gather implicit
-// GEMM's two engines (igemm/), kS2d the space-to-depth implicit GEMM (s2d/), kDirect
-// the plain kernel (direct/), kAten ATen's own convolution (cuDNN) under the op's
-// numerical contract, for GPUs and sizes none of our fast kernels can run.
-enum class Kernel { kDirect, kMmaSync, kWgmma, kS2d, kAten };
+// The paths a call can take. kWgmma and kMmaSync* are the register-gather implicit GEMM's
+// engines (igemm/): wgmma (Hopper), and mma.sync with every CTA holding all 96 output
+// channels (kMmaSync) or splitting them over 2 or 4 CTAs (kMmaSyncN48, kMmaSyncN24: the
+// portable kernels of GPUs with 99 KB of shared memory per block, and A100's float32).
+// kS2d is the space-to-depth implicit GEMM (s2d/), kDirect the plain kernel (direct/),
+// kAten ATen's own convolution (cuDNN) under the op's numerical contract, for GPUs and
+// sizes none of our kernels can run.
+enum class Kernel { kDirect, kMmaSync, kMmaSyncN48, kMmaSyncN24, kWgmma, kS2d, kAten };
 const char* kernel_name(Kernel kernel);
 
 // The properties of the device the call runs on, as the kernels plan with them. Where

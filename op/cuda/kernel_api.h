@@ -47,7 +47,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int major = 0, minor = 0;
   size_t max_smem_per_block_optin = 0;
-  bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests)
+  bool allow_wgmma = true;  // false forces the mma.sync engine on Hopper (tests); Resident fit only
   bool aten_available = false;  // ATen's convolution can run calls none of ours can
   bool emulated = false;        // major, minor and the shared memory are another GPU's
 };
@@ -56,10 +56,17 @@ struct DeviceInfo {
 // convolution on `stream` and returns errors of its set-up calls; the caller checks
 // the launch itself with C10_CUDA_KERNEL_LAUNCH_CHECK().
 cudaError_t launch_conv1_direct(const Problem& problem, cudaStream_t stream);
-cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device,
+// The register-gather implicit GEMM (igemm/) in one of its fits (igemm/smem_layout.cuh):
+// every CTA holding all 96 output channels' weights (Resident: 231,552 bytes of shared
+// memory in float32 modes, 153,984 in 16-bit ones), or the CTAs splitting them in two
+// (HalfN: 157,056 / 98,688 bytes) or, float32 only, four (QuarterN: 93,312 bytes) groups.
+enum class IgemmFit { kResident, kHalfN, kQuarterN, kNone };
+// Whether it can run this problem on this device in that fit (the fit's shared memory, the
+// plan's 32-bit arithmetic, sm_80+), and the widest fit that can (kNone: none).
+bool igemm_fit_supported(const Problem& problem, const DeviceInfo& device, IgemmFit fit);
+IgemmFit igemm_fit(const Problem& problem, const DeviceInfo& device);
+cudaError_t launch_conv1_igemm(const Problem& problem, const DeviceInfo& device, IgemmFit fit,
                                cudaStream_t stream);
-// Whether launch_conv1_igemm can run this problem on this device.
-bool igemm_supported(const Problem& problem, const DeviceInfo& device);
 // Whether it will use the Hopper wgmma engine there (sm_90 device, sm_90a build).
 bool wgmma_available(const DeviceInfo& device);
 

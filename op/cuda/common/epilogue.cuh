@@ -19,14 +19,20 @@ constexpr int kMTiles = 1;  // m16 row tiles per warp (16 pixels)
 
 // A warpgroup's 64-pixel x 96-channel output block, staged pixel-major. A pixel
 // row is 49 words: odd, so reading one channel across 32 pixels is conflict-free.
-constexpr int kStagedPitch = kOutChannels + 2;
-constexpr int kStagedElems = 64 * kStagedPitch;
+// (Kernels that compute kNT n-tiles, 8 * kNT of the channels, stage that many: 25 words
+// for 48 channels, odd as well.)
+template <int kNT>
+constexpr int kStagedPitchOf = kNT * 8 + 2;
+template <int kNT>
+constexpr int kStagedElemsOf = 64 * kStagedPitchOf<kNT>;
+constexpr int kStagedPitch = kStagedPitchOf<mma::kNTiles>;
+constexpr int kStagedElems = kStagedElemsOf<mma::kNTiles>;
 
 // Accumulators start every tile at the bias, so the epilogue adds nothing.
-__device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][mma::kNTiles][4],
-                                                  const float* bias, int t) {
+template <int kNT>
+__device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][kNT][4], const float* bias, int t) {
 #pragma unroll
-  for (int nt = 0; nt < mma::kNTiles; ++nt) {
+  for (int nt = 0; nt < kNT; ++nt) {
     const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -37,10 +43,10 @@ __device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][mma::kNT
 }
 
 // Adds the bias to accumulators that started at zero.
-__device__ __forceinline__ void add_bias(float (&acc)[kMTiles][mma::kNTiles][4], const float* bias,
-                                         int t) {
+template <int kNT>
+__device__ __forceinline__ void add_bias(float (&acc)[kMTiles][kNT][4], const float* bias, int t) {
 #pragma unroll
-  for (int nt = 0; nt < mma::kNTiles; ++nt) {
+  for (int nt = 0; nt < kNT; ++nt) {
     const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -63,7 +69,8 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMTiles][mma::kNTiles][4],
 // adjacent channels are 8 contiguous bytes, and an instruction writes 8 pixels x
 // 32 bytes, whole sectors.
 // pixel_major: Problem::out_pixel_major, or the caller's compile-time copy of it.
-__device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTiles][4],
+template <int kNT>
+__device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][kNT][4],
                                            const int64_t (&pixel_out)[kMTiles][2], const Problem& p,
                                            int t, bool pixel_major) {
   float* out = static_cast<float*>(p.output);
@@ -75,7 +82,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTi
         if (pixel_out[mt][h] < 0) continue;
         float2* pixel = reinterpret_cast<float2*>(out + pixel_out[mt][h] + 2 * t);
 #pragma unroll
-        for (int nt = 0; nt < mma::kNTiles; ++nt) {
+        for (int nt = 0; nt < kNT; ++nt) {
           pixel[nt * 4] = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
         }
       }
@@ -88,7 +95,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTi
   for (int mt = 0; mt < kMTiles; ++mt) {
     const int64_t base = upper ? pixel_out[mt][1] : pixel_out[mt][0];
 #pragma unroll
-    for (int nt = 0; nt < mma::kNTiles; ++nt) {
+    for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float keep = upper ? acc[mt][nt][2 + e] : acc[mt][nt][e];
@@ -106,16 +113,16 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][mma::kNTi
 
 // Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
 // 16-bit values, pixel-major.
-template <DType T>
-__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][mma::kNTiles][4], uint16_t* block,
+template <DType T, int kNT>
+__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
                                            int first_row, int lane) {
   static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    uint16_t* row = block + (first_row + h * 8 + g) * kStagedPitch;
+    uint16_t* row = block + (first_row + h * 8 + g) * kStagedPitchOf<kNT>;
 #pragma unroll
-    for (int nt = 0; nt < mma::kNTiles; ++nt) {
+    for (int nt = 0; nt < kNT; ++nt) {
       *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
           mma::pack_u16(from_float<T>(acc[0][nt][2 * h]), from_float<T>(acc[0][nt][2 * h + 1]));
     }
@@ -126,12 +133,12 @@ __device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][mma::kNTi
 // wide stores: each warp stages its own 16 pixel rows (so no group barrier) and
 // reads them back as 16-byte units, lanes l and l + 16 the even and the odd units
 // of pixel l: an instruction writes 16 pixels' 32-byte sectors whole.
-template <DType T, class OutOf>
-__device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTiles][mma::kNTiles][4],
+template <DType T, int kNT, class OutOf>
+__device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTiles][kNT][4],
                                                        uint16_t* staged, const Problem& p, int warp,
                                                        int lane, const OutOf& out_of) {
   const int group = warp / 4, group_warp = warp % 4, pixel = lane & 15, odd = lane >> 4;
-  uint16_t* block = staged + group * kStagedElems;
+  uint16_t* block = staged + group * kStagedElemsOf<kNT>;
   __syncwarp();  // the warp's reads of the previous tile are done
   stage_rows<T>(acc, block, group_warp * 16, lane);
   __syncwarp();
@@ -140,9 +147,9 @@ __device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTile
   uint16_t* out = static_cast<uint16_t*>(p.output) + base;
   // Pixel rows are 4-byte aligned (kStagedPitch is even): four 32-bit reads a unit.
   const uint32_t* from =
-      reinterpret_cast<const uint32_t*>(block + (group_warp * 16 + pixel) * kStagedPitch);
+      reinterpret_cast<const uint32_t*>(block + (group_warp * 16 + pixel) * kStagedPitchOf<kNT>);
 #pragma unroll
-  for (int i = 0; i < kOutChannels / 16; ++i) {
+  for (int i = 0; i < kNT / 2; ++i) {
     const int unit = 2 * i + odd;
     const uint32_t* w = from + unit * 4;
     *reinterpret_cast<uint4*>(out + unit * 8) = make_uint4(w[0], w[1], w[2], w[3]);
@@ -156,8 +163,8 @@ __device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTile
 // store_tile_pixel_major (pixel_major: Problem::out_pixel_major, or the caller's
 // compile-time copy of it).
 // out_of(local) is tile pixel `local`'s output offset, -1 where it has none.
-template <DType T, class OutOf>
-__device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][mma::kNTiles][4],
+template <DType T, int kNT, class OutOf>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][kNT][4],
                                                   uint16_t* staged, const Problem& p, int warp,
                                                   int lane, bool pixel_major, const OutOf& out_of) {
   if (pixel_major) {
@@ -165,18 +172,18 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][mm
     return;
   }
   const int group = warp / 4, group_warp = warp % 4;
-  uint16_t* block = staged + group * kStagedElems;
+  uint16_t* block = staged + group * kStagedElemsOf<kNT>;
   group_barrier(group);  // the group's reads of the previous tile are done
   stage_rows<T>(acc, block, group_warp * 16, lane);
   group_barrier(group);
   // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
   uint16_t* out = static_cast<uint16_t*>(p.output);
-  constexpr int kChannelsPerWarp = kOutChannels / 4;
+  constexpr int kChannelsPerWarp = kNT * 8 / 4;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int64_t base = out_of(group * 64 + half * 32 + lane);
     if (base < 0) continue;
-    const uint16_t* from = block + (half * 32 + lane) * kStagedPitch;
+    const uint16_t* from = block + (half * 32 + lane) * kStagedPitchOf<kNT>;
 #pragma unroll 8
     for (int c = 0; c < kChannelsPerWarp; ++c) {
       const int ch = group_warp * kChannelsPerWarp + c;

@@ -127,7 +127,10 @@ __device__ __forceinline__ int k16_member(int c) { return c & 1; }
 struct Bf16x3 {
   using Raw = float;
   using Word = uint32_t;  // bf16 hi in the low half, bf16 lo in the high half
-  static constexpr int kChunks = 12;  // one n-tile per chunk: {hi.b0, hi.b1, lo.b0, lo.b1}
+  // One n-tile (8 output channels) per chunk: {hi.b0, hi.b1, lo.b0, lo.b1}.
+  template <int kNT>
+  static constexpr int kChunksOf = kNT;
+  static constexpr int kChunks = kChunksOf<kNTiles>;
   struct A {
     uint32_t hi[4], lo[4];
   };
@@ -150,7 +153,8 @@ struct Bf16x3 {
       a.lo[r] = __byte_perm(w0, w1, 0x7632);
     }
   }
-  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+  template <int kNT>
+  __device__ static void mma(float (&acc)[kNT][4], int chunk, const A& a, uint4 b) {
     // Small terms first; all three land in one float32 accumulator.
     bf16_16816(acc[chunk], a.lo, b.x, b.y);
     bf16_16816(acc[chunk], a.hi, b.z, b.w);
@@ -183,7 +187,10 @@ struct Bf16x3 {
 struct Tf32 {
   using Raw = float;
   using Word = uint32_t;  // the TF32 bit pattern
-  static constexpr int kChunks = 12;  // one n-tile per chunk: {b0, b1} of both k8 halves
+  // One n-tile per chunk: {b0, b1} of both k8 halves.
+  template <int kNT>
+  static constexpr int kChunksOf = kNT;
+  static constexpr int kChunks = kChunksOf<kNTiles>;
   struct A {
     uint32_t k8[2][4];
   };
@@ -205,7 +212,8 @@ struct Tf32 {
       a.k8[h][3] = x[1][2 * h + 1];
     }
   }
-  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+  template <int kNT>
+  __device__ static void mma(float (&acc)[kNT][4], int chunk, const A& a, uint4 b) {
     tf32_1688(acc[chunk], a.k8[0], b.x, b.y);
     tf32_1688(acc[chunk], a.k8[1], b.z, b.w);
   }
@@ -235,7 +243,10 @@ struct Half {
   static constexpr bool kIsBf16 = kBf16;
   using Raw = uint16_t;
   using Word = uint16_t;
-  static constexpr int kChunks = 6;  // two n-tiles per chunk: {b0, b1} of each
+  // Two n-tiles per chunk: {b0, b1} of each.
+  template <int kNT>
+  static constexpr int kChunksOf = kNT / 2;
+  static constexpr int kChunks = kChunksOf<kNTiles>;
   struct A {
     uint32_t r[4];
   };
@@ -249,7 +260,8 @@ struct Half {
     a.r[2] = pack_u16(x[0][2], x[0][3]);
     a.r[3] = pack_u16(x[1][2], x[1][3]);
   }
-  __device__ static void mma(float (&acc)[kNTiles][4], int chunk, const A& a, uint4 b) {
+  template <int kNT>
+  __device__ static void mma(float (&acc)[kNT][4], int chunk, const A& a, uint4 b) {
     if constexpr (kBf16) {
       bf16_16816(acc[2 * chunk], a.r, b.x, b.y);
       bf16_16816(acc[2 * chunk + 1], a.r, b.z, b.w);

@@ -33,14 +33,15 @@ constexpr bool kScalesWeights<Mode, std::void_t<decltype(Mode::kScalesWeights)>>
 // memory instead kept every CTA ~12 us in its prologue (v9 timeline, batch 1).
 constexpr int kTapLanes = 128;                              // threads per output channel, 121 busy
 constexpr int kChannelStep = kTileThreads / kTapLanes;      // output channels loaded at once
-constexpr int kRoundLoads = kOutChannels / kChannelStep;    // loads per thread per round
-static_assert(kTileThreads % kTapLanes == 0 && kOutChannels % kChannelStep == 0 &&
-                  kTapLanes >= kTapsPerChannel,
-              "threads cover a channel's taps and output channels evenly");
+static_assert(kTileThreads % kTapLanes == 0 && kTapLanes >= kTapsPerChannel,
+              "threads cover a channel's taps");
 
-// One thread's share of a round's raw weights.
-template <class Raw>
+// One thread's share of a round's raw weights, for the first kChannels output channels
+// (kernels that compute a group of the channels see the weights from the group's first).
+template <class Raw, int kChannels = kOutChannels>
 struct WeightRound {
+  static constexpr int kRoundLoads = kChannels / kChannelStep;  // loads per thread per round
+  static_assert(kChannels % kChannelStep == 0, "threads cover the output channels evenly");
   Raw v[kRoundLoads];
   // Issues the loads for input channel c (any weight strides); they stay in
   // flight until store().
@@ -65,7 +66,7 @@ struct WeightRound {
 // Packs input channel c's B (in the engine's layout) from its raw weights, times
 // `scale` where the mode multiplies float32 as float16 (half_weight_scale). Returns
 // whether one of them is infinite.
-template <class Mode, bool kWgmma, int kSteps>
+template <class Mode, bool kWgmma, int kSteps, int kNT = mma::kNTiles>
 __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t* k_taps,
                              uint4* b_frag, int tid, float scale = 1.f) {
   using Raw = typename Mode::Raw;
@@ -99,10 +100,11 @@ __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t
       }
     }
   } else {
-    constexpr int kPerStep = Mode::kChunks * 32;
+    constexpr int kChunks = Mode::template kChunksOf<kNT>;
+    constexpr int kPerStep = kChunks * 32;
 #pragma unroll 2
     for (int e = tid; e < kSteps * kPerStep; e += kTileThreads) {
-      const int step = e / kPerStep, chunk = (e / 32) % Mode::kChunks, lane = e % 32;
+      const int step = e / kPerStep, chunk = (e / 32) % kChunks, lane = e % 32;
       const auto w = [&](int n, int col) { return weight(step, n, col); };
       b_frag[(c * kSteps + step) * kPerStep + chunk * 32 + lane] =
           Mode::pack_b(w, chunk, lane >> 2, lane & 3);

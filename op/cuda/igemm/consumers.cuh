@@ -19,14 +19,14 @@ namespace igemm {
 
 // Consumer warps: per stage, multiply the slot's window by the channel's B;
 // after a tile's last channel, store (the accumulators began at the bias).
-template <class Mode, DType T, bool kWgmma>
+template <class Mode, DType T, bool kWgmma, class F>
 __device__ void consume(const Problem& p, const TilePlan& plan, const typename Mode::Word* slots,
-                        RingBarriers& ring, const uint4* b_frag, const int4* koff,
+                        RingBarriers<F::kStages>& ring, const uint4* b_frag, const int4* koff,
                         const float* bias, uint16_t* staged, int warp, int lane) {
   StageCursor<TilePlan> at(plan);
-  RingPos<kStages> pos;
+  RingPos<F::kStages> pos;
   PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
-  float acc[kMTiles][mma::kNTiles][4];
+  float acc[kMTiles][F::kNTiles][4];
   init_accumulators(acc, bias, lane & 3);
   const uint32_t padding = padding_cols<Mode>(lane & 3);
   while (at.valid(plan)) {
@@ -43,13 +43,14 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
           smem_address(b_frag) + at.channel * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes, 0);
       multiply_channel_wgmma<Mode>(acc, window, b_channel, koff, rows, padding, lane);
     } else {
-      multiply_channel<Mode>(acc, window, b_frag + at.channel * kSteps * Mode::kChunks * 32, koff,
-                             rows, padding, lane);
+      multiply_channel<Mode>(acc, window,
+                             b_frag + at.channel * kSteps * Mode::template kChunksOf<F::kNTiles> * 32,
+                             koff, rows, padding, lane);
     }
     barrier_arrive(&ring.empty[pos.slot]);
     pos.advance();
     if (at.channel == kInChannels - 1) {
-      if constexpr (SmemLayout<Mode>::kStagedStores) {
+      if constexpr (SmemLayout<Mode, F>::kStagedStores) {
         store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major, [&](int local) -> int64_t {
           const int q = int(at.tile.q_begin) + local;
           if (local >= plan.tile_pixels || q >= at.tile.q_end) return -1;

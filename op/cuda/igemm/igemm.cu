@@ -44,16 +44,39 @@ namespace cuda {
 namespace igemm {
 namespace {
 
-template <class Mode, DType T, bool kWgmma, Staging kStaging>
+// The problem as the CTAs of channel group blockIdx.y see it: the group's weights, bias and
+// output channels from its first (the whole problem for Resident kernels).
+template <class F, int kElemBytes>
+__device__ __forceinline__ Problem group_problem(const Problem& p) {
+  if constexpr (F::kGroups == 1) {
+    return p;
+  } else {
+    Problem g = p;
+    const int64_t c0 = int64_t(blockIdx.y) * F::kChannels;
+    constexpr int64_t bytes = kElemBytes;
+    g.weight = static_cast<const char*>(p.weight) + c0 * p.weight_stride[0] * bytes;
+    if (p.bias) g.bias = static_cast<const char*>(p.bias) + c0 * p.bias_stride * bytes;
+    g.output = static_cast<char*>(p.output) + c0 * p.out_stride[1] * bytes;
+    return g;
+  }
+}
+
+template <class Mode, DType T, bool kWgmma, Staging kStaging, class F>
 __global__ void __launch_bounds__(kTileThreads, 1)
-    conv1_igemm_kernel(const Problem p, const TilePlan plan,
+    conv1_igemm_kernel(const Problem problem, const TilePlan plan,
                        const __grid_constant__ WindowMap window_map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // mma.sync, cp.async and mbarriers need sm_80; dispatch.cpp never launches it here
 #else
+  static_assert(!kWgmma || F::kGroups == 1, "wgmma kernels hold every channel");
+  // Resident kernels read the parameter itself (a copy changes their code).
+  Problem grouped;
+  const Problem& p =
+      F::kGroups == 1 ? problem : (grouped = group_problem<F, int(sizeof(typename Mode::Raw))>(problem));
   using Word = typename Mode::Word;
   constexpr bool kAsync = kStaging != Staging::kRegisters;
-  using Layout = SmemLayout<Mode>;
+  constexpr int kStages = F::kStages, kRawSlots = F::kRawSlots;
+  using Layout = SmemLayout<Mode, F>;
   static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
   static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -61,7 +84,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   int4* koff = reinterpret_cast<int4*>(smem + Layout::kKoffAt);
   float* bias = reinterpret_cast<float*>(smem + Layout::kBiasAt);
   uint8_t* k_taps = smem + Layout::kTapsAt;
-  RingBarriers& ring = *reinterpret_cast<RingBarriers*>(smem + Layout::kRingAt);
+  RingBarriers<kStages>& ring = *reinterpret_cast<RingBarriers<kStages>*>(smem + Layout::kRingAt);
   Word* slots = reinterpret_cast<Word*>(smem + Layout::kSlotsAt);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -84,7 +107,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   const auto issue_first_stages = [&](int count) {
     if constexpr (kAsync) {
       for (int s = 0; s < count && producer; ++s) {
-        issue_stage<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos, false,
+        issue_stage<Mode, kStaging, F>(p, &window_map, plan, slots, ring, copy_at, copy_pos, false,
                                     producer_warp, lane);
       }
     }
@@ -92,19 +115,19 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   issue_first_stages(kStages - kRawSlots);
   // Ends in a CTA barrier.
   const mma::Round input_round =
-      prepare_constants<Mode, T, kWgmma>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
+      prepare_constants<Mode, T, kWgmma, F>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
                                          reinterpret_cast<typename Mode::Raw*>(
                                              slots + (kStages - kRawSlots) * kSlotElems),
                                          tid);
   issue_first_stages(kRawSlots - 1);
   if (!producer) {
-    consume<Mode, T, kWgmma>(p, plan, slots, ring, b_frag, koff, bias,
+    consume<Mode, T, kWgmma, F>(p, plan, slots, ring, b_frag, koff, bias,
                              reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
   } else if constexpr (kAsync) {
-    produce_async<Mode, kStaging>(p, &window_map, plan, slots, ring, copy_at, copy_pos,
+    produce_async<Mode, kStaging, F>(p, &window_map, plan, slots, ring, copy_at, copy_pos,
                                   input_round, producer_warp, lane);
   } else {
-    produce_registers<Mode>(p, plan, slots, ring, input_round, producer_warp, lane);
+    produce_registers<Mode, F>(p, plan, slots, ring, input_round, producer_warp, lane);
   }
 #endif
 }
@@ -143,24 +166,25 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 #endif
 }
 
-template <class Mode, DType T, bool kWgmma, Staging kStaging>
+template <class Mode, DType T, bool kWgmma, Staging kStaging, class F>
 cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMap& window_map,
                           const DeviceInfo& device, cudaStream_t stream) {
-  constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging>;
-  const size_t smem = SmemLayout<Mode>::kTotal;
+  constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging, F>;
+  const size_t smem = SmemLayout<Mode, F>::kTotal;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
-  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
+  // A persistent grid: every CTA resident at once, the groups of a tile side by side.
+  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / F::kGroups, 1));
   TilePlan ordered = plan;
   if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {
     ordered.order = contiguous_runs(plan.tiles, grid);
   }
-  kernel<<<unsigned(grid), kTileThreads, smem, stream>>>(p, ordered, window_map);
+  kernel<<<dim3(unsigned(grid), F::kGroups), kTileThreads, smem, stream>>>(p, ordered, window_map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-template <class Mode, DType T, bool kWgmma>
+template <class Mode, DType T, bool kWgmma, class F>
 cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
   const Staging staging = choose_staging<Mode>(p);
@@ -168,17 +192,17 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
   if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
     TilePlan tma_plan = plan;
     if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
-      return launch_kernel<Mode, T, kWgmma, Staging::kTma>(p, tma_plan, map, device, stream);
+      return launch_kernel<Mode, T, kWgmma, Staging::kTma, F>(p, tma_plan, map, device, stream);
     }
   }
   switch (staging) {
     case Staging::kCopy16:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16>(p, plan, map, device, stream);
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16, F>(p, plan, map, device, stream);
     case Staging::kCopy4:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4>(p, plan, map, device, stream);
+      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4, F>(p, plan, map, device, stream);
     case Staging::kRegisters:
       if constexpr (sizeof(typename Mode::Raw) == 2) {
-        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters>(p, plan, map, device, stream);
+        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
       }
       break;
     case Staging::kTma: break;  // chosen above, never by choose_staging
@@ -186,14 +210,43 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
   return cudaErrorInvalidValue;
 }
 
+// The fits a mode has kernels for: float32 modes all three, 16-bit ones Resident and HalfN
+// (whose 98,688 bytes fit every sm_80+ GPU; a quarter of the channels is no whole chunk).
+template <class Mode, class F>
+constexpr bool kHasFit = F::kNTiles % (mma::kNTiles / Mode::kChunks) == 0;
+
+// The plan of a fit: its tile sizes balance the CTAs one group has (one CTA per SM).
+template <class F>
+TilePlan plan_for(const Problem& p, const DeviceInfo& device) {
+  return make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / F::kGroups, 1));
+}
+
+template <class Mode, DType T, class F>
+cudaError_t launch_fit(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  if constexpr (!kHasFit<Mode, F>) {
+    return cudaErrorInvalidValue;  // igemm_fit never picks it
+  } else {
+    const TilePlan plan = plan_for<F>(p, device);
+    if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask igemm_fit first
+    if (plan.tiles == 0) return cudaSuccess;
+    if constexpr (F::kGroups == 1) {
+      if (device.allow_wgmma && wgmma_available(device)) {
+        return launch_engine<Mode, T, true, F>(p, plan, device, stream);
+      }
+    }
+    return launch_engine<Mode, T, false, F>(p, plan, device, stream);
+  }
+}
+
 template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);  // 1 CTA/SM
-  if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask igemm_supported first
-  if (plan.tiles == 0) return cudaSuccess;
-  return device.allow_wgmma && wgmma_available(device)
-             ? launch_engine<Mode, T, true>(p, plan, device, stream)
-             : launch_engine<Mode, T, false>(p, plan, device, stream);
+cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, IgemmFit fit, cudaStream_t stream) {
+  switch (fit) {
+    case IgemmFit::kResident: return launch_fit<Mode, T, Resident>(p, device, stream);
+    case IgemmFit::kHalfN: return launch_fit<Mode, T, HalfN>(p, device, stream);
+    case IgemmFit::kQuarterN: return launch_fit<Mode, T, QuarterN>(p, device, stream);
+    case IgemmFit::kNone: break;
+  }
+  return cudaErrorInvalidValue;
 }
 
 template <class Mode>
@@ -211,14 +264,29 @@ WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
   return WindowStaging::kCopy16;
 }
 
-size_t igemm_smem_bytes(const Problem& p) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      return p.allow_tf32 ? SmemLayout<mma::Tf32>::kTotal : SmemLayout<mma::Bf16x3>::kTotal;
-    case DType::kFloat16: return SmemLayout<mma::Half<false>>::kTotal;
-    case DType::kBFloat16: return SmemLayout<mma::Half<true>>::kTotal;
+template <class Mode>
+size_t smem_bytes(IgemmFit fit) {
+  switch (fit) {
+    case IgemmFit::kResident: return SmemLayout<Mode, Resident>::kTotal;
+    case IgemmFit::kHalfN: return kHasFit<Mode, HalfN> ? SmemLayout<Mode, HalfN>::kTotal : ~size_t(0);
+    case IgemmFit::kQuarterN: return kHasFit<Mode, QuarterN> ? SmemLayout<Mode, QuarterN>::kTotal : ~size_t(0);
+    case IgemmFit::kNone: break;
   }
   return ~size_t(0);
+}
+
+size_t igemm_smem_bytes(const Problem& p, IgemmFit fit) {
+  switch (p.dtype) {
+    case DType::kFloat32:
+      return p.allow_tf32 ? smem_bytes<mma::Tf32>(fit) : smem_bytes<mma::Bf16x3>(fit);
+    case DType::kFloat16: return smem_bytes<mma::Half<false>>(fit);
+    case DType::kBFloat16: return smem_bytes<mma::Half<true>>(fit);
+  }
+  return ~size_t(0);
+}
+
+int groups_of(IgemmFit fit) {
+  return fit == IgemmFit::kHalfN ? HalfN::kGroups : fit == IgemmFit::kQuarterN ? QuarterN::kGroups : 1;
 }
 
 }  // namespace
@@ -243,18 +311,27 @@ WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
   return WindowStaging::kCopy16;
 }
 
-bool igemm_supported(const Problem& p, const DeviceInfo& device) {
-  return device.major >= 8 && igemm::igemm_smem_bytes(p) <= device.max_smem_per_block_optin &&
-         igemm::make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count).strips > 0;
+bool igemm_fit_supported(const Problem& p, const DeviceInfo& device, IgemmFit fit) {
+  if (device.major < 8 || fit == IgemmFit::kNone) return false;
+  if (igemm::igemm_smem_bytes(p, fit) > device.max_smem_per_block_optin) return false;
+  const int groups = igemm::groups_of(fit);
+  return igemm::make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / groups, 1)).strips > 0;
 }
 
-cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+IgemmFit igemm_fit(const Problem& p, const DeviceInfo& device) {
+  for (IgemmFit fit : {IgemmFit::kResident, IgemmFit::kHalfN, IgemmFit::kQuarterN}) {
+    if (igemm_fit_supported(p, device, fit)) return fit;
+  }
+  return IgemmFit::kNone;
+}
+
+cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, IgemmFit fit, cudaStream_t stream) {
   switch (p.dtype) {
     case DType::kFloat32:
-      return p.allow_tf32 ? igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, stream)
-                          : igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
-    case DType::kFloat16: return igemm::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
-    case DType::kBFloat16: return igemm::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
+      return p.allow_tf32 ? igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, fit, stream)
+                          : igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, fit, stream);
+    case DType::kFloat16: return igemm::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, fit, stream);
+    case DType::kBFloat16: return igemm::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, fit, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -1,4 +1,5 @@
-// The mma.sync mainloop (sm_80+): one input channel's 8 K steps of a consumer warp.
+// The mma.sync mainloop (sm_80+): one input channel's 8 K steps of a consumer warp, for
+// its kNT n-tiles (8 output channels each).
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,8 @@ namespace igemm {
 // acc += A(window) * B(channel) over the channel's 8 steps. The next step's A
 // words and the step after's tap offsets are loaded before this step's MMAs, so
 // shared-memory latency overlaps tensor-core work.
-template <class Mode>
-__device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTiles][4],
+template <class Mode, int kNT>
+__device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][kNT][4],
                                                  const typename Mode::Word* window,
                                                  const uint4* b_channel, const int4* koff,
                                                  const PixelRows& rows, uint32_t padding,
@@ -30,9 +31,10 @@ __device__ __forceinline__ void multiply_channel(float (&acc)[kMTiles][mma::kNTi
     }
     typename Mode::A a[kMTiles];
     make_step_a<Mode>(a, cur, step, padding);
-    const uint4* b_step = b_channel + step * Mode::kChunks * 32 + lane;
+    constexpr int kChunks = Mode::template kChunksOf<kNT>;
+    const uint4* b_step = b_channel + step * kChunks * 32 + lane;
 #pragma unroll
-    for (int chunk = 0; chunk < Mode::kChunks; ++chunk) {
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
       const uint4 b = b_step[chunk * 32];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) Mode::mma(acc[mt], chunk, a[mt], b);

@@ -29,10 +29,10 @@ constexpr int kCopyWarpIndex = kProducerWarps - 1;
 // -- one cp.async group, or one TMA copy by one producer thread -- and moves on to
 // the next stage. `wait_for_slot`: the consumers may still be reading that slot
 // (false only for the first use of each slot, in the kernel's prologue).
-template <class Mode, Staging kStaging>
+template <class Mode, Staging kStaging, class F>
 __device__ void issue_stage(const Problem& p, const void* window_map, const TilePlan& plan,
-                            typename Mode::Word* slots, RingBarriers& ring, StageCursor<TilePlan>& at,
-                            RingPos<kStages>& pos, bool wait_for_slot, int warp, int lane) {
+                            typename Mode::Word* slots, RingBarriers<F::kStages>& ring, StageCursor<TilePlan>& at,
+                            RingPos<F::kStages>& pos, bool wait_for_slot, int warp, int lane) {
   if constexpr (kStaging == Staging::kTma) {
     constexpr bool kOwnWarp = kCopyWarp<Mode, kStaging>;
     if (at.valid(plan) && warp == (kOwnWarp ? kCopyWarpIndex : 0) && lane == 0) {
@@ -54,11 +54,11 @@ __device__ void issue_stage(const Problem& p, const void* window_map, const Tile
 }
 
 // Producer warps, fp32 and aligned 16-bit windows: copies run one stage ahead of
-// conversion. The first kStages - 1 stages were issued by the kernel's prologue.
-template <class Mode, Staging kStaging>
+// conversion. The first F::kStages - 1 stages were issued by the kernel's prologue.
+template <class Mode, Staging kStaging, class F>
 __device__ void produce_async(const Problem& p, const void* window_map, const TilePlan& plan,
-                              typename Mode::Word* slots, RingBarriers& ring, StageCursor<TilePlan>& copy_at,
-                              RingPos<kStages>& copy_pos, mma::Round round, int warp, int lane) {
+                              typename Mode::Word* slots, RingBarriers<F::kStages>& ring, StageCursor<TilePlan>& copy_at,
+                              RingPos<F::kStages>& copy_pos, mma::Round round, int warp, int lane) {
   constexpr bool kTma = kStaging == Staging::kTma;
   constexpr bool kOwnWarp = kCopyWarp<Mode, kStaging>;
   constexpr int kConverters = kOwnWarp ? kProducerThreads - 32 : kProducerThreads;
@@ -66,7 +66,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
     if (warp == kCopyWarpIndex) {
       if (lane == 0) {
         while (copy_at.valid(plan)) {
-          issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true,
+          issue_stage<Mode, kStaging, F>(p, window_map, plan, slots, ring, copy_at, copy_pos, true,
                                       warp, lane);
         }
       }
@@ -75,13 +75,13 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
   }
   const int pitch = int(plan.pitch);
   StageCursor<TilePlan> convert_at(plan);
-  RingPos<kStages> convert_pos;
+  RingPos<F::kStages> convert_pos;
   while (convert_at.valid(plan)) {
     typename Mode::Word* slot = slots + convert_pos.slot * kSlotElems;
     if constexpr (kTma) {
       barrier_wait(&ring.landed[convert_pos.slot], convert_pos.phase);
     } else {
-      copy_async_wait<kStages - 2>();  // this thread's copies of convert_at's window landed
+      copy_async_wait<F::kStages - 2>();  // this thread's copies of convert_at's window landed
       // Any producer converts any unit: all of them wait for the others' copies.
       if constexpr (sizeof(typename Mode::Raw) == 4) producer_barrier();
     }
@@ -92,7 +92,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
     convert_at.advance(plan);
     convert_pos.advance();
     if constexpr (!kOwnWarp) {
-      issue_stage<Mode, kStaging>(p, window_map, plan, slots, ring, copy_at, copy_pos, true, warp,
+      issue_stage<Mode, kStaging, F>(p, window_map, plan, slots, ring, copy_at, copy_pos, true, warp,
                                   lane);
     }
   }
@@ -100,13 +100,13 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
 
 // Producer warps, other 16-bit windows: element loads through registers; the
 // loads of a stage are in flight while its slot is still being read.
-template <class Mode>
+template <class Mode, class F>
 __device__ void produce_registers(const Problem& p, const TilePlan& plan,
-                                  typename Mode::Word* slots, RingBarriers& ring,
+                                  typename Mode::Word* slots, RingBarriers<F::kStages>& ring,
                                   mma::Round round, int warp, int lane) {
   typename Mode::Raw regs[kLoadsPerThread];
   StageCursor<TilePlan> at(plan);
-  RingPos<kStages> pos;
+  RingPos<F::kStages> pos;
   while (at.valid(plan)) {
     load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);

@@ -14,24 +14,25 @@ namespace alexconv {
 namespace cuda {
 namespace igemm {
 
-// Packs B (all channels), then the tap-offset table and the bias, while stage 0's
-// window copies are in flight. `raw` is scratch for a channel's raw weights.
+// Packs B (all input channels; the fit's output channels, from p.weight's first), then the
+// tap-offset table and the bias, while stage 0's window copies are in flight. `raw` is
+// scratch for a channel's raw weights.
 // Returns how this launch splits its inputs (toward zero where some weight is
 // infinite: see mma::Round).
-template <class Mode, DType T, bool kWgmma>
+template <class Mode, DType T, bool kWgmma, class F>
 __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
                                         float* bias, uint8_t* k_taps, typename Mode::Raw* raw,
                                         int tid) {
   using Raw = typename Mode::Raw;
-  static_assert(kOutChannels * kTapsPerChannel * sizeof(Raw) <=
-                    kRawSlots * kSlotElems * sizeof(typename Mode::Word),
+  static_assert(F::kChannels * kTapsPerChannel * sizeof(Raw) <=
+                    F::kRawSlots * kSlotElems * sizeof(typename Mode::Word),
                 "a channel's raw weights fit in the free window slots");
   // The K order as a table: one shared-memory read per packed weight instead of its arithmetic.
   if (tid < kSteps * 16) k_taps[tid] = uint8_t(step_tap<Mode>(tid / 16, tid % 16));
   // pack_weights' loop, written out: through that function (inlined or not) ptxas
   // splits the __syncthreads_or below into one copy per warp role in 10 of these
   // kernels, the shape of build that hung (check_barriers.sh).
-  WeightRound<Raw> weights;
+  WeightRound<Raw, F::kChannels> weights;
   weights.load(p, 0, tid);
   bool infinite_weight = false;
 #pragma unroll 1
@@ -39,7 +40,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
     weights.store(raw, tid);
     __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
     if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
-    infinite_weight |= pack_channel<Mode, kWgmma, kSteps>(raw, c, k_taps, b_frag, tid);
+    infinite_weight |= pack_channel<Mode, kWgmma, kSteps, F::kNTiles>(raw, c, k_taps, b_frag, tid);
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   if (tid < kSteps * 4) {
@@ -52,7 +53,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
     }
     koff[tid] = make_int4(off[0], off[1], off[2], off[3]);
   }
-  if (tid < kOutChannels) {
+  if (tid < F::kChannels) {
     const Raw* b = static_cast<const Raw*>(p.bias);
     bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }

@@ -28,28 +28,52 @@ __device__ __forceinline__ int step_tap(int step, int c) {
   return mma::paired_tap(step * 8 + Mode::pair(c), Mode::member(c));
 }
 
-// Window slots 1 and 2 hold a channel's raw weights while B is packed (see
-// pack_weights); stage 0's window copy is in flight meanwhile.
-constexpr int kRawSlots = kStages - 1;
+// How a kernel of this family fits a GPU's shared memory: every CTA computes kChannels of the
+// 96 output channels (the CTAs of grid row blockIdx.y the y-th group), so it holds that much of
+// B, beside kStages window slots. Resident: all 96 channels and three slots, 231,552 bytes in
+// float32 modes and 153,984 in 16-bit ones (Hopper; A100 in 16 bits). The split fits are the
+// portable kernels of GPUs with less: HalfN 98,688 bytes in 16 bits (every sm_80+ GPU's 99
+// KB) and 157,056 in float32 (A100's 163 KB); QuarterN 93,312 bytes in float32 (99 KB).
+// Each group stages the same windows: the split trades input traffic (from L2: the groups
+// of a tile run side by side) for shared memory.
+template <int kGroups_, int kStages_>
+struct Fit {
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kChannels = int(kOutChannels) / kGroups;
+  static constexpr int kNTiles = kChannels / 8;
+  // Window slots 1 .. kStages - 1 hold a channel's raw weights while B is packed (see
+  // prepare_constants); stage 0's window copy is in flight meanwhile.
+  static constexpr int kRawSlots = kStages - 1;
+  static_assert(kChannels * kGroups == kOutChannels && kNTiles * 8 == kChannels && kStages >= 2,
+                "whole n-tiles per group, a ring of two slots or more");
+};
+using Resident = Fit<1, kStages>;
+using HalfN = Fit<2, kStages>;
+using QuarterN = Fit<4, 2>;
+constexpr int kRawSlots = Resident::kRawSlots;
 
 // The ring's barriers, one set per window slot (common/ring.cuh walks the ring):
 // `full` completes when every producer thread has arrived (the window is ready),
 // `empty` when every consumer thread has (the slot may be refilled), and `landed`
 // when a TMA copy into the slot has delivered its bytes. Nothing else synchronises
 // the two roles, so copies, conversion, MMAs and epilogues of different stages overlap.
+template <int kSlots>
 struct RingBarriers {
-  uint64_t full[kStages];
-  uint64_t empty[kStages];
-  uint64_t landed[kStages];
+  uint64_t full[kSlots];
+  uint64_t empty[kSlots];
+  uint64_t landed[kSlots];
 };
 
-template <class Mode>
+template <class Mode, class F = Resident>
 struct SmemLayout {
   using Word = typename Mode::Word;
-  // B in either engine's layout (the two happen to need the same bytes).
-  static constexpr size_t kBMmaSync = size_t(kInChannels) * kSteps * Mode::kChunks * 32 * sizeof(uint4);
+  // B in either engine's layout (the two happen to need the same bytes; wgmma kernels
+  // are Resident).
+  static constexpr size_t kBMmaSync =
+      size_t(kInChannels) * kSteps * Mode::template kChunksOf<F::kNTiles> * 32 * sizeof(uint4);
   static constexpr size_t kBWgmma =
-      size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
+      F::kGroups == 1 ? size_t(kInChannels) * kSteps * Mode::kWgBlocks * wgmma::kBlockBytes : 0;
   static constexpr size_t kB = kBMmaSync > kBWgmma ? kBMmaSync : kBWgmma;
   static constexpr size_t kKoffAt = kB;
   static constexpr size_t kBiasAt = kKoffAt + kSteps * 4 * sizeof(int4);
@@ -59,13 +83,14 @@ struct SmemLayout {
   // dynamic shared memory starts the CTA's window (these kernels have no static
   // shared memory). Declaring it __align__(128) instead changes the wgmma
   // descriptor arithmetic in SASS, so that is left for a build verified on a GPU.
-  static constexpr size_t kSlotsAt = (kRingAt + sizeof(RingBarriers) + 127) / 128 * 128;
-  static constexpr size_t kStagedAt = kSlotsAt + kStages * size_t(kSlotElems) * sizeof(Word);
+  static constexpr size_t kSlotsAt = (kRingAt + sizeof(RingBarriers<F::kStages>) + 127) / 128 * 128;
+  static constexpr size_t kStagedAt = kSlotsAt + F::kStages * size_t(kSlotElems) * sizeof(Word);
   // 16-bit outputs leave through shared memory (see store_tile_staged); float32
   // modes have no room for that beside their two-part weights.
   static constexpr bool kStagedStores = sizeof(typename Mode::Raw) == 2;
   static constexpr size_t kTotal =
-      kStagedAt + (kStagedStores ? kConsumerWarps / 4 * kStagedElems * sizeof(uint16_t) : 0);
+      kStagedAt +
+      (kStagedStores ? kConsumerWarps / 4 * kStagedElemsOf<F::kNTiles> * sizeof(uint16_t) : 0);
   static_assert(kRingAt % 8 == 0 && kSlotElems * sizeof(Word) % 128 == 0,
                 "barriers and slots stay aligned");
 };

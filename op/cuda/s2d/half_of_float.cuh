@@ -52,7 +52,7 @@ __device__ inline WeightScale half_weight_scale(const Problem& p, uint32_t* warp
     WeightRound<float> round{};  // zeros where this thread owns no tap
     round.load(p, c, tid);
 #pragma unroll
-    for (int i = 0; i < kRoundLoads; ++i) {
+    for (int i = 0; i < WeightRound<float>::kRoundLoads; ++i) {
       const uint32_t magnitude = __float_as_uint(round.v[i]) & 0x7fffffffu;
       if (magnitude < 0x7f800000u) largest = max(largest, magnitude);
     }
