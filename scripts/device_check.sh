@@ -57,7 +57,7 @@ for step in "${steps[@]}"; do
       # this GPU: space-to-depth (larger batches only), mma_sync (what A100s run in 16 bits),
       # mma_sync_split (the 99 KB parts' kernels: float32 over four CTAs, 16-bit over two),
       # direct (the plain reference) and aten (cuDNN, where none of ours can run a call).
-      for kernel in s2d mma_sync mma_sync_split direct aten; do
+      for kernel in ${FORCED:-s2d mma_sync mma_sync_split direct aten}; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
           run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
       done ;;
