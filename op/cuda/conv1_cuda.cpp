@@ -24,16 +24,17 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
   return cuda::DType::kFloat32;
 }
 
-// Calls none of our kernels can run (GPUs below sm_80, working sets past the GPU's shared
-// memory, extents past the kernels' 32-bit tile arithmetic): cuDNN, under the op's own
-// contract rather than the global flags -- TF32 only with allow_tf32, deterministic
-// algorithms -- and in the output memory format the op promises.
+// Calls none of our kernels can run (GPUs below sm_80, extents past the kernels' 32-bit
+// tile arithmetic): cuDNN, as nn.Conv2d calls it (the same benchmark and deterministic
+// flags, so the same algorithm and speed), but with TF32 by the op's own contract rather
+// than the global flag, and in the output memory format the op promises.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
                       const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
   const int64_t pad = kPad, stride = kStride, dilation = 1;
+  const at::Context& ctx = at::globalContext();
   at::Tensor y = at::cudnn_convolution(input, weight, {pad, pad}, {stride, stride}, {dilation, dilation},
-                                       /*groups=*/1, at::globalContext().benchmarkCuDNN(),
-                                       /*deterministic=*/true, allow_tf32);
+                                       /*groups=*/1, ctx.benchmarkCuDNN(),
+                                       ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(), allow_tf32);
   if (bias.has_value() && bias->defined()) y.add_(bias->reshape({1, -1, 1, 1}));
   if (y.strides() == out.strides()) return y;  // cuDNN chose the format F.conv2d would
   return out.copy_(y);
