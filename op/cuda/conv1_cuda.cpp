@@ -25,18 +25,19 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
 }
 
 // Calls none of our kernels can run (GPUs below sm_80, extents past the kernels' 32-bit
-// tile arithmetic): cuDNN, as nn.Conv2d calls it (the same benchmark and deterministic
-// flags, so the same algorithm and speed), but with TF32 by the op's own contract rather
-// than the global flag, and in the output memory format the op promises.
+// tile arithmetic): ATen's convolution, as nn.Conv2d reaches it (cuDNN where it applies, with
+// the same benchmark and deterministic flags, else ATen's own kernels), but with TF32 by the
+// op's own contract rather than the global flag, and in the output memory format the op
+// promises.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
                       const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
   const int64_t pad = kPad, stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
-  at::Tensor y = at::cudnn_convolution(input, weight, {pad, pad}, {stride, stride}, {dilation, dilation},
-                                       /*groups=*/1, ctx.benchmarkCuDNN(),
-                                       ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(), allow_tf32);
-  if (bias.has_value() && bias->defined()) y.add_(bias->reshape({1, -1, 1, 1}));
-  if (y.strides() == out.strides()) return y;  // cuDNN chose the format F.conv2d would
+  at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
+                                  /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+                                  ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
+                                  ctx.userEnabledCuDNN(), allow_tf32);
+  if (y.strides() == out.strides()) return y;  // ATen chose the format F.conv2d would
   return out.copy_(y);
 }
 
@@ -69,9 +70,9 @@ cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
 }
 
 // The device as the dispatcher plans for it (the current device; the caller holds the guard).
+// ATen's convolution runs any call (cuDNN, else its own kernels).
 cuda::DeviceInfo current_device() {
-  const bool aten_available = at::globalContext().hasCuDNN() && at::globalContext().userEnabledCuDNN();
-  return cuda::device_info(*at::cuda::getCurrentDeviceProperties(), aten_available);
+  return cuda::device_info(*at::cuda::getCurrentDeviceProperties(), /*aten_available=*/true);
 }
 
 at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,

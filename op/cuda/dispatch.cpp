@@ -80,9 +80,8 @@ IgemmFit fit_of(Kernel kernel) {
 
 // The fastest path that can run the call: the space-to-depth kernel where measured
 // faster, else the register-gather implicit GEMM in the widest fit the GPU's shared memory
-// takes (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (cuDNN: 17-27x
-// faster than the direct kernel on an H200, which stays the tests' plain reference),
-// else the direct kernel.
+// takes (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (as nn.Conv2d:
+// 17-27x faster than the direct kernel on an H200, which stays the tests' plain reference).
 Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   if (s2d_preferred(p, device)) return Kernel::kS2d;
   const IgemmFit fit = igemm_fit(p, device);
@@ -172,8 +171,8 @@ Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {
     case Override::kAuto: return auto_kernel(p, device);
     case Override::kDirect: return Kernel::kDirect;
     case Override::kAten:
-      TORCH_CHECK(device.aten_available, "ALEXCONV_CUDA_KERNEL=aten asks for ATen's cuDNN convolution, "
-                  "which this PyTorch build does not have");
+      TORCH_CHECK(device.aten_available, "ALEXCONV_CUDA_KERNEL=aten asks for ATen's convolution, "
+                  "which the caller said cannot run here");
       return Kernel::kAten;
     case Override::kS2d:
       TORCH_CHECK(s2d_facts(p, device).supported, "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",

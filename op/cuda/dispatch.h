@@ -14,7 +14,7 @@ namespace cuda {
 // channels (kMmaSync) or splitting them over 2 or 4 CTAs (kMmaSyncN48, kMmaSyncN24: the
 // portable kernels of GPUs with 99 KB of shared memory per block, and A100's float32).
 // kS2d is the space-to-depth implicit GEMM (s2d/), kDirect the plain kernel (direct/),
-// kAten ATen's own convolution (cuDNN) under the op's numerical contract, for GPUs and
+// kAten ATen's own convolution (cuDNN, as nn.Conv2d) under the op's numerical contract, for GPUs and
 // sizes none of our kernels can run.
 enum class Kernel { kDirect, kMmaSync, kMmaSyncN48, kMmaSyncN24, kWgmma, kS2d, kAten };
 const char* kernel_name(Kernel kernel);
@@ -23,8 +23,8 @@ const char* kernel_name(Kernel kernel);
 // ALEXCONV_EMULATE_DEVICE names another GPU class ("8.6", or "8.6:101376" with its
 // shared-memory opt-in in bytes), the dispatcher plans as that GPU would: its compute
 // capability and shared memory, this GPU's multiprocessors (tests and benchmarks of
-// other GPUs' kernels on a Hopper card). `aten_available`: ATen can run the call
-// (cuDNN present), decided by the caller.
+// other GPUs' kernels on a Hopper card). `aten_available`: ATen can run calls none of ours
+// can (the CUDA backend: always).
 DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 
 // The kernel for this call: the one ALEXCONV_CUDA_KERNEL forces (raising a clear error
