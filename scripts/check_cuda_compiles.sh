@@ -27,7 +27,9 @@ SECONDS=0
 cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_CUDA_COMPILE_CHECK=ON \
   -DALEXCONV_BUILD_DEMO=OFF -DPython3_EXECUTABLE="$(command -v "$PYTHON")" > build/cuda-compile-check.log 2>&1 \
   || { cat build/cuda-compile-check.log; exit 1; }
-cmake --build build/cuda-compile-check --target alexconv_cuda_kernels --clean-first 2>&1 | tee build/cuda-compile-check/ptxas.log
+# ptxas -v reports every kernel (hundreds of lines): kept in the log, summarised below.
+cmake --build build/cuda-compile-check --target alexconv_cuda_kernels --clean-first \
+  > build/cuda-compile-check/ptxas.log 2>&1 || { tail -n 60 build/cuda-compile-check/ptxas.log; exit 1; }
 "$PYTHON" scripts/check_kernel_resources.py build/cuda-compile-check/ptxas.log
 # The wgmma microbenchmark (benchmarks/micro) shares the kernels' wgmma header: built too, so
 # that it keeps compiling as the header changes.

@@ -210,6 +210,18 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
   return cudaErrorInvalidValue;
 }
 
+// The budgets the fits exist for (the compile check fails where one grows past them): every
+// sm_80+ GPU's 99 KB per block for 16-bit HalfN and float32 QuarterN, A100's 163 KB for
+// float32 HalfN.
+constexpr size_t k99KB = 101376, kA100 = 166912;
+static_assert(SmemLayout<mma::Half<false>, HalfN>::kTotal <= k99KB &&
+                  SmemLayout<mma::Half<true>, HalfN>::kTotal <= k99KB &&
+                  SmemLayout<mma::Bf16x3, QuarterN>::kTotal <= k99KB &&
+                  SmemLayout<mma::Tf32, QuarterN>::kTotal <= k99KB,
+              "the portable fits take 99 KB");
+static_assert(SmemLayout<mma::Bf16x3, HalfN>::kTotal <= kA100 && SmemLayout<mma::Tf32, HalfN>::kTotal <= kA100,
+              "float32 HalfN fits an A100");
+
 // The fits a mode has kernels for: float32 modes all three, 16-bit ones Resident and HalfN
 // (whose 98,688 bytes fit every sm_80+ GPU; a quarter of the channels is no whole chunk).
 template <class Mode, class F>
