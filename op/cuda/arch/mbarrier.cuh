@@ -17,7 +17,7 @@ __device__ __forceinline__ void barrier_init(uint64_t* bar, int arrivals) {
 
 // Makes initialised barriers visible to the async proxy (TMA's complete_tx).
 __device__ __forceinline__ void barrier_init_fence() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
@@ -46,7 +46,7 @@ __device__ __forceinline__ void barrier_arrive(uint64_t* bar, uint32_t count) {
 // Arrives and announces `bytes` of asynchronous copies that will complete the
 // phase along with the arrival (sm_90).
 __device__ __forceinline__ void barrier_arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
                "r"(bytes)
                : "memory");

@@ -14,7 +14,7 @@ namespace cuda {
 // `dst`; its bytes complete `bar`'s phase (sm_90).
 __device__ __forceinline__ void tma_load_box(uint32_t dst, const void* map, int x, int y,
                                              int channel, int image, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
@@ -29,7 +29,7 @@ __device__ __forceinline__ void tma_load_box(uint32_t dst, const void* map, int 
 // the box starts at 16-byte unit `unit` of row y.
 __device__ __forceinline__ void tma_load_box_in_units(uint32_t dst, const void* map, int unit, int y,
                                                       int channel, int image, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile(
       "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
@@ -44,7 +44,7 @@ __device__ __forceinline__ void tma_load_box_in_units(uint32_t dst, const void* 
 // `dst` (source, destination and size 16-byte aligned; no tensor map); its bytes
 // complete `bar`'s phase (sm_90).
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
       "l"(src), "r"(bytes), "r"(smem_address(bar))
@@ -58,7 +58,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
 // Asks for `bytes` contiguous bytes of global memory (16-byte aligned start and size)
 // to be brought into L2; nothing to wait on (sm_90).
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if ALEXCONV_SM90_ASYNC_PROXY
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 #else
   (void)src, (void)bytes;
