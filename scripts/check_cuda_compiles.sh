@@ -24,7 +24,10 @@ echo "== CUDA compile check (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.
 echo "   compile-only, no GPU needed; about 1-2 minutes on 2 cores; then every kernel's registers and spills."
 [[ "${CI:-}" == "true" ]] || echo "   Skip it with ALEXCONV_SKIP_CUDA_CHECK=1 (CI never skips it)."
 SECONDS=0
+# The nvcc found above, by path: CMake's own search may prefer another toolkit (a Debian CUDA 11.8
+# in /usr/bin, say; scripts/check_legacy.sh checks that one).
 cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_CUDA_COMPILE_CHECK=ON \
+  -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
   -DALEXCONV_BUILD_DEMO=OFF -DPython3_EXECUTABLE="$(command -v "$PYTHON")" > build/cuda-compile-check.log 2>&1 \
   || { cat build/cuda-compile-check.log; exit 1; }
 # ptxas -v reports every kernel (hundreds of lines): kept in the log, summarised below.
