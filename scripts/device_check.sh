@@ -3,9 +3,11 @@
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
-#                                [profile] [ceiling] [floor] [operands]
+#                                [profile] [ceiling] [floor] [operands] [harness]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
 #   On one 600 s device call fit: build test; forced; emulate bench; each sanitize-x)
+#   harness: the standalone kernel harness (tests/cuda_harness) as CUDA 11.8 built it on the CPU
+#   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here.
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -135,6 +137,27 @@ for step in "${steps[@]}"; do
         /HGMMA|WARPGROUP/ {n[f] += /HGMMA/; a[f] += /WARPGROUP.ARRIVE/; d[f] += /WARPGROUP.DEPBAR/}
         END {for (f in n) print f, n[f], "HGMMA", a[f], "arrive", d[f], "depbar"}' > "$OUT/$step-sass.txt"
       run_step "$step" "build/$src" ;;
+    harness)
+      # The kernels without torch, launched by tests/cuda_harness on every path this GPU and the
+      # emulated 8.0 / 8.6 classes take, every element against a float64 CPU reference. The CUDA
+      # 11.8 binary (static runtime) cannot be built here (this machine's nvcc is CUDA 13):
+      # scripts/build_cuda_harness.sh builds it on the CPU machine, the device call carries it.
+      bin118=build/cuda-harness-11.8/alexconv_cuda_harness
+      if [[ -x $bin118 ]]; then
+        run_step harness-cuda11.8 "$bin118" ${HARNESS_ARGS:-}
+      else
+        run_step harness-cuda11.8 bash -c "echo 'no $bin118: build it on the CPU machine with \
+bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
+      fi
+      # The same harness from this machine's nvcc, by default for this GPU's class only (9.0a on
+      # Hopper: the wgmma and space-to-depth kernels too).
+      if [[ ${HARNESS_CUDA13:-0} == 1 ]]; then
+        cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+        [[ $cc == 90 ]] && cc=90a
+        OUT_DIR=build/cuda-harness-device NVCC=$(command -v nvcc) ARCHS=${HARNESS_ARCHS:-$cc} \
+          run_step harness-build bash scripts/build_cuda_harness.sh &&
+          run_step harness-device-nvcc build/cuda-harness-device/alexconv_cuda_harness ${HARNESS_ARGS:-}
+      fi ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
@@ -145,6 +168,9 @@ echo "|------------------------|------|--------|"
 printf '%s\n' "${summary[@]}"
 for f in "$OUT"/pytest*.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "(passed|failed).* in [0-9.]+s" "$f" | tail -1)"; done
 grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
+for f in "$OUT"/harness-*.log; do
+  [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "^[0-9]+ passed, [0-9]+ failed$|^no .*harness" "$f" | tail -1)"
+done
 for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
