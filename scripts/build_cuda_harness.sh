@@ -11,7 +11,8 @@
 #        embedded: the device must run the SASS this nvcc produced, not a driver JIT of it.
 # CCBIN  host compiler (default: g++-11 for nvcc < 12, which rejects newer GCCs; else nvcc's own)
 # JOBS   parallel nvcc jobs (default: from cores and free memory); FORCE=1 rebuilds the kernels.
-# Output: build/cuda-harness-<nvcc release>/alexconv_cuda_harness (+ build logs with ptxas output).
+# Output: build/cuda-harness-<nvcc release>/alexconv_cuda_harness (OUT_DIR overrides the folder);
+# objects and build logs (ptxas spill warnings) in its obj/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 NVCC=${NVCC:-/usr/lib/nvidia-cuda-toolkit/bin/nvcc}
@@ -23,7 +24,10 @@ ARCHS=${ARCHS:-80 86 89 90}
 if [[ -z ${CCBIN+x} ]]; then CCBIN=$([[ $major -lt 12 ]] && echo g++-11 || echo ""); fi
 ccbin=(); [[ -n $CCBIN ]] && ccbin=(-ccbin "$CCBIN")
 out=${OUT_DIR:-build/cuda-harness-$release}
-mkdir -p "$out"
+# Objects and logs in obj/, the binary alone above them: the device call carries just the binary
+# (36 MB; the folder with igemm.o is past the device tool's 64 MiB carry limit).
+obj_dir=$out/obj
+mkdir -p "$obj_dir"
 
 # CMakeLists.txt: Release (-O3 -DNDEBUG), torch's CUDA flags (--expt-relaxed-constexpr
 # --expt-extended-lambda), the target's -lineinfo -Xptxas=-warn-spills, C++17, and
@@ -55,14 +59,14 @@ fi
 echo "== harness build: $("$NVCC" --version | tail -n 1); archs: $ARCHS; ${CCBIN:-default host compiler}; $JOBS jobs -> $out"
 
 # Kernel objects are rebuilt when any source under op/ or the flags changed (they take minutes).
-stamp="$out/kernel-flags.txt"
+stamp="$obj_dir/kernel-flags.txt"
 flags_now="$NVCC ${kflags[*]}"
 rebuild=${FORCE:-0}
 [[ -f $stamp && $(cat "$stamp") == "$flags_now" ]] || rebuild=1
 kernels=(op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu)
 objs=()
 for src in "${kernels[@]}"; do
-  obj="$out/$(basename "$src" .cu).o"
+  obj="$obj_dir/$(basename "$src" .cu).o"
   objs+=("$obj")
   [[ -f $obj && -z $(find op -newer "$obj" -print -quit) ]] || rebuild=1
 done
@@ -74,30 +78,33 @@ if [[ $rebuild == 1 ]]; then
   for src in "${kernels[@]}"; do
     name=$(basename "$src" .cu)
     threads=1; [[ $name == igemm ]] && threads=$JOBS
-    "$NVCC" "${kflags[@]}" --threads "$threads" -c "$src" -o "$out/$name.o" > "$out/$name.log" 2>&1 &
+    "$NVCC" "${kflags[@]}" --threads "$threads" -c "$src" -o "$obj_dir/$name.o" > "$obj_dir/$name.log" 2>&1 &
     pids+=("$!:$name")
-    # Within the job budget: the small files wait while igemm holds every job.
-    [[ $name == igemm && $JOBS -le 1 ]] && { wait "$!" || true; }
+    # One job: one file at a time.
+    if [[ $JOBS -le 1 ]]; then wait "$!" || { echo "FAIL $name:"; tail -n 30 "$obj_dir/$name.log"; exit 1; }; pids=(); fi
   done
   failed=0
   for entry in "${pids[@]}"; do
-    wait "${entry%%:*}" || { echo "FAIL ${entry#*:}:"; tail -n 30 "$out/${entry#*:}.log"; failed=1; }
+    wait "${entry%%:*}" || { echo "FAIL ${entry#*:}:"; tail -n 30 "$obj_dir/${entry#*:}.log"; failed=1; }
   done
   [[ $failed == 0 ]] || exit 1
   echo "$flags_now" > "$stamp"
   echo "kernels compiled in ${SECONDS} s"
-  grep -hE "spill|warning" "$out"/{direct,tma_map,igemm,s2d}.log | sort | uniq -c | head -20 || true
+  grep -hE "spill|warning" "$obj_dir"/{direct,tma_map,igemm,s2d}.log | sort | uniq -c | head -20 || true
 else
   echo "kernels up to date"
 fi
 t0=$SECONDS
-"$NVCC" "${hflags[@]}" -c tests/cuda_harness/harness.cu -o "$out/harness.o" 2>&1 | tee "$out/harness.log"
-[[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+: > "$obj_dir/harness.log"
+for name in harness self_test; do
+  "$NVCC" "${hflags[@]}" -c "tests/cuda_harness/$name.cu" -o "$obj_dir/$name.o" 2>&1 | tee -a "$obj_dir/harness.log"
+  [[ ${PIPESTATUS[0]} == 0 ]] || exit 1
+done
 # Static CUDA runtime (the binary needs only the driver) and static libstdc++/libgcc (the
 # device host's own may differ from this machine's GCC).
-"$NVCC" "${ccbin[@]}" "${gencode[@]}" -cudart static "$out/harness.o" "${objs[@]}" \
+"$NVCC" "${ccbin[@]}" "${gencode[@]}" -cudart static "$obj_dir/harness.o" "$obj_dir/self_test.o" "${objs[@]}" \
   -Xcompiler=-static-libstdc++,-static-libgcc -o "$out/alexconv_cuda_harness"
 echo "harness compiled and linked in $((SECONDS - t0)) s: $out/alexconv_cuda_harness"
-if [[ -s $out/harness.log ]] && grep -q warning "$out/harness.log"; then
+if grep -q warning "$obj_dir/harness.log"; then
   echo "host-code warnings (above): fix them" >&2; exit 1
 fi

@@ -1,0 +1,176 @@
+// The harness's plan: the shapes, modes and device classes it runs, the launches each takes
+// (as dispatch.cpp would launch them), the kernels' Problem for a case, and its inputs. Shared by
+// the GPU run, --list and --self-test.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/kernel_api.h"
+#include "reference.h"
+
+namespace harness {
+
+using namespace alexconv::cuda;  // kernel_api.h: Problem, DeviceInfo, the fit queries
+
+// ---- What runs: shapes x layouts, modes, and the launches each device class takes.
+
+// One input configuration. Layouts: "nchw", "nhwc" (channels_last), "wstride2" (input only).
+// bias_scale 0: no bias; 64: a bias far larger than the sum (accumulators start at the bias).
+struct Group {
+  int64_t n, h, w;
+  const char *in_kind, *out_kind, *w_kind;
+  double bias_scale;
+};
+// Small ragged shapes (one-past tile and stride boundaries, multi-strip plans, 16-bit boxes
+// past 256 columns; tests/test_correctness.py's reasons), one batch-8 224x224, channels_last
+// input and output, a non-unit column stride, a channels_last weight. The CPU reference costs
+// 363 MACs per output: about 4.6e9 MACs in all, well under 60 s on 16 cores.
+inline const Group kGroups[] = {
+    {1, 7, 7, "nchw", "nchw", "nchw", 1},          {1, 67, 67, "nchw", "nchw", "nchw", 1},
+    {3, 67, 67, "nchw", "nchw", "nchw", 0},        {3, 99, 131, "nchw", "nchw", "nchw", 1},
+    {2, 31, 227, "nchw", "nchw", "nchw", 1},       {1, 300, 257, "nchw", "nchw", "nchw", 1},
+    {1, 40, 1100, "nchw", "nchw", "nchw", 1},      {2, 40, 256, "nchw", "nchw", "nchw", 0},
+    {8, 224, 224, "nchw", "nchw", "nchw", 1},      {3, 99, 131, "nhwc", "nhwc", "nchw", 1},
+    {2, 227, 227, "nhwc", "nhwc", "nchw", 1},      {2, 67, 99, "wstride2", "nchw", "nchw", 1},
+    {2, 35, 35, "nchw", "nhwc", "nhwc", 64},
+};
+inline const Mode kModes[] = {Mode::kFloat32, Mode::kTf32, Mode::kFloat16, Mode::kBFloat16};
+
+struct DeviceClass {
+  std::string name;  // "native" or "as-8.0", as ALEXCONV_EMULATE_DEVICE would plan
+  DeviceInfo info;
+};
+
+// The classes to plan as: the device itself, then A100 (8.0) and the 99 KB parts (8.6) where
+// this device has at least their shared memory (dispatch.cpp device_info refuses more).
+inline std::vector<DeviceClass> device_classes(const DeviceInfo& native) {
+  std::vector<DeviceClass> classes{{"native", native}};
+  const struct { int major, minor; size_t smem; } kEmulated[] = {{8, 0, 166912}, {8, 6, 101376}};
+  for (const auto& e : kEmulated) {
+    const std::string name = "as-" + std::to_string(e.major) + "." + std::to_string(e.minor);
+    if (e.smem > native.max_smem_per_block_optin) {
+      std::printf("note: %s not planned: it takes %zu bytes of shared memory, this GPU has %zu\n", name.c_str(),
+                  e.smem, native.max_smem_per_block_optin);
+      continue;
+    }
+    DeviceInfo d = native;
+    d.major = e.major, d.minor = e.minor, d.max_smem_per_block_optin = e.smem, d.emulated = true;
+    classes.push_back({name, d});
+  }
+  return classes;
+}
+
+enum class Family { kDirect, kIgemm, kS2d };
+struct Launch {
+  Family family;
+  IgemmFit fit;
+  bool wgmma;  // DeviceInfo::allow_wgmma, as dispatch.cpp launch() sets it
+  int cls;     // index into the device classes
+  std::string kernel, fit_name;
+};
+
+inline const char* fit_name(IgemmFit f) {
+  return f == IgemmFit::kResident ? "Resident" : f == IgemmFit::kHalfN ? "HalfN" : f == IgemmFit::kQuarterN ? "QuarterN" : "-";
+}
+
+// Every launch the library could make for this problem: direct (device-independent; no TF32
+// mode of its own), the register gather in every fit igemm_fit_supported accepts per class
+// (wgmma and mma.sync both where the resident fit has wgmma), and s2d where s2d_facts allows.
+inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std::vector<DeviceClass>& classes) {
+  std::vector<Launch> out;
+  if (mode != Mode::kTf32) out.push_back({Family::kDirect, IgemmFit::kNone, false, 0, "direct", "-"});
+  for (int c = 0; c < int(classes.size()); ++c) {
+    const DeviceInfo& d = classes[size_t(c)].info;
+    for (IgemmFit fit : {IgemmFit::kResident, IgemmFit::kHalfN, IgemmFit::kQuarterN}) {
+      if (!igemm_fit_supported(p, d, fit)) continue;
+      if (fit == IgemmFit::kResident && wgmma_available(d)) out.push_back({Family::kIgemm, fit, true, c, "wgmma", fit_name(fit)});
+      const char* name = fit == IgemmFit::kHalfN ? "mma_sync_n48" : fit == IgemmFit::kQuarterN ? "mma_sync_n24" : "mma_sync";
+      out.push_back({Family::kIgemm, fit, false, c, name, fit_name(fit)});
+    }
+    if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, "s2d", "-"});
+  }
+  return out;
+}
+
+struct Layouts {
+  Layout in, weight, out;
+};
+inline Layouts layouts_of(const Group& g) {
+    return {make_layout(g.in_kind, g.n, 3, g.h, g.w), make_layout(g.w_kind, 96, 3, 11, 11),
+          make_layout(g.out_kind, g.n, 96, out_size(g.h), out_size(g.w))};
+}
+
+// The kernels' view of a call, as conv1_cuda.cpp make_problem builds it.
+inline Problem make_problem(const Group& g, Mode mode, const Layouts& l, const char* in, const char* w, const char* b,
+                     char* out) {
+  Problem p;
+  const int eb = mode_bytes(mode);
+  p.input = in + l.in.offset * eb;
+  p.weight = w + l.weight.offset * eb;
+  p.bias = g.bias_scale != 0 ? b : nullptr;
+  p.bias_stride = g.bias_scale != 0 ? 1 : 0;
+  p.output = out + l.out.offset * eb;
+  p.dtype = mode == Mode::kFloat16 ? DType::kFloat16 : mode == Mode::kBFloat16 ? DType::kBFloat16 : DType::kFloat32;
+  p.allow_tf32 = mode == Mode::kTf32;
+  p.batch = g.n, p.in_h = g.h, p.in_w = g.w, p.out_h = l.out.size[2], p.out_w = l.out.size[3];
+  for (int i = 0; i < 4; ++i) {
+    p.in_stride[i] = l.in.stride[i], p.weight_stride[i] = l.weight.stride[i], p.out_stride[i] = l.out.stride[i];
+  }
+  p.out_pixel_major = pixel_major_output(p);
+  return p;
+}
+
+inline std::string describe(const Group& g) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%lldx3x%lldx%lld %s->%s w:%s %s", (long long)g.n, (long long)g.h, (long long)g.w,
+                g.in_kind, g.out_kind, g.w_kind, g.bias_scale == 0 ? "nobias" : g.bias_scale == 1 ? "bias" : "bias*64");
+  return buf;
+}
+inline std::string case_label(const Launch& L, const std::vector<DeviceClass>& classes, Mode mode, const std::string& shape) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-12s %-8s %-7s %-13s %s", L.kernel.c_str(), L.fit_name.c_str(),
+                classes[size_t(L.cls)].name.c_str(), mode_name(mode), shape.c_str());
+  return buf;
+}
+
+// Output buffers carry this many poisoned bytes on each side: a write past the output shows.
+inline constexpr size_t kGuard = 4096;
+// Planning needs pointers only for their alignment: cudaMalloc's are 256-byte aligned.
+inline char* const kFakeBase = reinterpret_cast<char*>(uintptr_t(1) << 20);
+
+inline bool guards_intact(const std::vector<unsigned char>& host, size_t bytes) {
+  for (size_t i = 0; i < kGuard; ++i) {
+    if (host[i] != 0xFF || host[bytes - 1 - i] != 0xFF) return false;
+  }
+  return true;
+}
+
+inline Mode storage_of(Mode m) { return m == Mode::kTf32 ? Mode::kFloat32 : m; }
+
+// Fresh inputs for a group in a storage dtype: uniform, fixed seed, no element zero after
+// rounding. Weight and bias as nn.Conv2d initialises them: U(-1/sqrt(363), 1/sqrt(363)).
+struct HostData {
+  std::vector<double> x, w, b;
+};
+inline HostData make_data(const Group& g, Mode storage, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto draw = [&](std::vector<double>& v, size_t count, float bound) {
+    std::uniform_real_distribution<float> u(-bound, bound);
+    v.resize(count);
+    for (double& e : v) {
+      do e = round_to_mode(storage, u(rng)); while (e == 0);
+    }
+  };
+  const float bound = float(1.0 / std::sqrt(363.0));
+  HostData d;
+  draw(d.x, size_t(g.n * 3 * g.h * g.w), 1.0f);
+  draw(d.w, size_t(96 * 363), bound);
+  if (g.bias_scale != 0) draw(d.b, 96, float(bound * g.bias_scale));
+  return d;
+}
+
+}  // namespace harness
