@@ -49,8 +49,10 @@ kflags=(-std=c++17 -O3 -DNDEBUG --expt-relaxed-constexpr --expt-extended-lambda 
 hflags=(-std=c++17 -O2 "${ccbin[@]}" "${gencode[@]}" "${defines[@]}" -Xcompiler=-Wall,-Wextra -I op
         "-DALEXCONV_HARNESS_ARCHS=\"$ARCHS\"")
 
-# Parallel jobs: nvcc 11.8 compiling igemm.cu peaked at 0.65 GB per process (measured); keep 1 GB
-# per job so that small machines stay out of swap.
+# Parallel jobs: nvcc compiling igemm.cu peaked at 0.65 GB per process (measured); keep 1 GB per
+# job so that small machines stay out of swap. Measured on the 2-core CPU machine (from scratch):
+# CUDA 11.8, 4 targets: kernels 99-100 s with 1 or 2 jobs (igemm.cu alone 85 s; nvcc's --threads
+# gave it no speed-up there, user time = wall time); CUDA 13.0 with 90a: kernels 143 s.
 if [[ -z ${JOBS:-} ]]; then
   avail_gb=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
   JOBS=$(( $(nproc) < avail_gb ? $(nproc) : avail_gb ))
