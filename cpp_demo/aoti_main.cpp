@@ -1,6 +1,8 @@
 // alexconv_aoti_demo: runs an AOTInductor package of ModelNew (scripts/export_model.py
-// MODEL.pt2) from C++ with torch::inductor::AOTIModelPackageLoader, checks it against
-// at::conv2d in float64 with the package's own weights, and reports latency.
+// MODEL.pt2) from C++ with torch::inductor::AOTIModelPackageLoader and checks it against
+// at::conv2d in float64: with the package's own weights (where the runner has
+// extract_constants_map: torch >= 2.8), then with fresh ones loaded through load_constants
+// (torch >= 2.6); reports latency.
 //
 //   alexconv_aoti_demo MODEL.pt2 [--batch N] [--size HW] [--iters K] [--atol A] [--rtol R]
 //                      [--seed S]
@@ -15,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -125,11 +128,45 @@ std::string metadata_value(const std::unordered_map<std::string, std::string>& m
   return it->second;
 }
 
+at::ScalarType dtype_named(const std::string& name, const std::string& path) {
+  if (name == "float32") return at::kFloat;
+  if (name == "float16") return at::kHalf;
+  if (name == "bfloat16") return at::kBFloat16;
+  throw std::runtime_error(path + ": unknown alexconv.dtype '" + name + "'");
+}
+
+#ifdef ALEXCONV_AOTI_EXTRACT_CONSTANTS
 at::Tensor constant(const std::unordered_map<std::string, at::Tensor>& constants,
                     const std::string& name, const std::string& path) {
   const auto it = constants.find(name);
   if (it == constants.end()) throw std::runtime_error(path + " has no constant '" + name + "'");
   return it->second;
+}
+#endif
+
+struct Result {
+  std::vector<int64_t> shape;
+  double max_abs = 0, rel_norm = 0;
+  bool ok = false;
+};
+
+// Runs the package on `input` and compares it with at::conv2d in float64 (far more accurate
+// than the path under test) with the weights the package is expected to hold.
+Result check(torch::inductor::AOTIModelPackageLoader& loader, std::vector<at::Tensor>& inputs,
+             const at::Tensor& weight, const at::Tensor& bias, double atol, double rtol) {
+  const std::vector<at::Tensor> outs = loader.run(inputs);
+  if (outs.size() != 1) throw std::runtime_error("expected 1 output, got " + std::to_string(outs.size()));
+  const at::Tensor& out = outs[0];
+  const at::Tensor ref = at::conv2d(inputs[0].to(at::kDouble), weight.to(at::kDouble),
+                                    bias.to(at::kDouble), {4, 4}, {2, 2});
+  Result r;
+  r.shape = out.sizes().vec();
+  if (out.sizes() != ref.sizes() || out.scalar_type() != inputs[0].scalar_type()) return r;
+  const at::Tensor diff = out.to(at::kDouble) - ref;
+  r.max_abs = out.numel() ? diff.abs().max().item<double>() : 0.0;
+  r.rel_norm = diff.norm().item<double>() / std::max(ref.norm().item<double>(), 1e-300);
+  r.ok = at::allclose(out.to(at::kDouble), ref, rtol, atol, /*equal_nan=*/false);
+  return r;
 }
 
 }  // namespace
@@ -139,17 +176,14 @@ int main(int argc, char** argv) {
 
   std::optional<torch::inductor::AOTIModelPackageLoader> loader;
   std::string device_key;
-  at::Tensor weight, bias;
+  at::ScalarType dtype;
   bool allow_tf32 = false;
   try {
     loader.emplace(o.package);
     const auto metadata = loader->get_metadata();
     device_key = metadata_value(metadata, "AOTI_DEVICE_KEY", o.package);
     allow_tf32 = metadata_value(metadata, "alexconv.allow_tf32", o.package) == "1";
-    // The weights the package runs with, keyed by their names in ModelNew.
-    const auto constants = loader->get_runner()->extract_constants_map(/*use_inactive=*/false);
-    weight = constant(constants, "conv1.weight", o.package);
-    bias = constant(constants, "conv1.bias", o.package);
+    dtype = dtype_named(metadata_value(metadata, "alexconv.dtype", o.package), o.package);
   } catch (const c10::Error& e) {
     std::cerr << "error: could not load " << o.package << ": " << e.what_without_backtrace() << "\n";
     return 1;
@@ -158,25 +192,42 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool cuda = device_key == "cuda";
-  if (weight.sizes() != at::IntArrayRef{96, 3, 11, 11} || !bias.defined()) {
-    std::cerr << "error: " << o.package << "'s conv1.weight is " << weight.sizes()
-              << ", not ModelNew's [96, 3, 11, 11]\n";
-    return 1;
-  }
-  const double tol = default_tolerance(weight.scalar_type(), allow_tf32);
+  const at::TensorOptions options = at::TensorOptions().device(cuda ? at::kCUDA : at::kCPU).dtype(dtype);
+  const double tol = default_tolerance(dtype, allow_tf32);
   const double atol = o.atol.value_or(tol), rtol = o.rtol.value_or(tol);
 
   const c10::InferenceMode guard;
-  // Fresh random input each run (libtorch's generators start from a fixed seed), on the
-  // package's device and in its dtype; the seed is printed so that a failure can be replayed.
+  // Fresh random input and weights each run (libtorch's generators start from a fixed seed);
+  // the seed is printed so that a failure can be replayed.
   const uint64_t seed = o.seed ? static_cast<uint64_t>(*o.seed) : std::random_device{}();
   torch::manual_seed(seed);
-  std::vector<at::Tensor> inputs{torch::rand({o.batch, 3, o.size, o.size}, weight.options())};
-  at::Tensor out;
+  std::vector<at::Tensor> inputs{torch::rand({o.batch, 3, o.size, o.size}, options)};
+  std::vector<std::pair<std::string, Result>> results;
+  at::Tensor weight, bias;
+  double t_pkg = 0, t_ref = 0;
   try {
-    const std::vector<at::Tensor> outs = loader->run(inputs);
-    if (outs.size() != 1) throw std::runtime_error("expected 1 output, got " + std::to_string(outs.size()));
-    out = outs[0];
+#ifdef ALEXCONV_AOTI_EXTRACT_CONSTANTS
+    // The weights the package was exported with, keyed by their names in ModelNew.
+    const auto constants = loader->get_runner()->extract_constants_map(/*use_inactive=*/false);
+    weight = constant(constants, "conv1.weight", o.package);
+    bias = constant(constants, "conv1.bias", o.package);
+    if (weight.sizes() != at::IntArrayRef{96, 3, 11, 11} || weight.scalar_type() != dtype)
+      throw std::runtime_error(c10::str("conv1.weight is ", weight.scalar_type(), " ", weight.sizes(),
+                                        ", not ModelNew's ", dtype, " [96, 3, 11, 11]"));
+    results.emplace_back("package weights", check(*loader, inputs, weight, bias, atol, rtol));
+#endif
+    // New weights through load_constants (the way to update a deployed package's weights; what
+    // torch before the runner's extract_constants_map can check): nn.Conv2d's initialisation.
+    const double bound = 1.0 / std::sqrt(3.0 * 11 * 11);
+    weight = (torch::rand({96, 3, 11, 11}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
+    bias = (torch::rand({96}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
+    std::unordered_map<std::string, at::Tensor> fresh{{"conv1.weight", weight}, {"conv1.bias", bias}};
+    loader->load_constants(fresh, /*use_inactive=*/false, /*check_full_update=*/true);
+    results.emplace_back("loaded weights", check(*loader, inputs, weight, bias, atol, rtol));
+
+    at::globalContext().setAllowTF32CuDNN(false);  // cuDNN in exact float32, like alexconv's default
+    t_pkg = median_ms([&] { loader->run(inputs); }, o.iters, cuda);
+    t_ref = median_ms([&] { at::conv2d(inputs[0], weight, bias, {4, 4}, {2, 2}); }, o.iters, cuda);
   } catch (const c10::Error& e) {
     std::cerr << "error: running " << o.package << " failed: " << e.what_without_backtrace() << "\n";
     return 1;
@@ -184,34 +235,23 @@ int main(int argc, char** argv) {
     std::cerr << "error: running " << o.package << " failed: " << e.what() << "\n";
     return 1;
   }
-  // The reference in float64: far more accurate than the path under test.
-  const at::Tensor ref = at::conv2d(inputs[0].to(at::kDouble), weight.to(at::kDouble),
-                                    bias.to(at::kDouble), {4, 4}, {2, 2});
-  const bool same_shape = out.sizes() == ref.sizes();
-  const at::Tensor diff = same_shape ? out.to(at::kDouble) - ref : at::Tensor();
-  const double max_abs = same_shape && out.numel() ? diff.abs().max().item<double>() : 0.0;
-  const double rel = same_shape ? diff.norm().item<double>() / std::max(ref.norm().item<double>(), 1e-300) : 0.0;
-  const bool ok = same_shape && out.scalar_type() == weight.scalar_type() &&
-                  at::allclose(out.to(at::kDouble), ref, rtol, atol, /*equal_nan=*/false);
 
-  at::globalContext().setAllowTF32CuDNN(false);  // cuDNN in exact float32, like alexconv's default
-  const double t_pkg = median_ms([&] { loader->run(inputs); }, o.iters, cuda);
-  const double t_ref = median_ms(
-      [&] { at::conv2d(inputs[0], weight, bias, {4, 4}, {2, 2}); }, o.iters, cuda);
-
-  std::cout << "package " << o.package << ": device " << device_key << ", dtype "
-            << weight.scalar_type() << ", allow_tf32 " << allow_tf32 << ", input "
-            << inputs[0].sizes() << " -> output " << out.sizes() << ", seed " << seed << "\n"
-            << "AOTI package: max abs error " << max_abs << ", rel norm error " << rel
-            << ", median " << t_pkg << " ms\n"
-            << "at::conv2d  : median " << t_ref << " ms\n";
+  std::cout << "package " << o.package << ": device " << device_key << ", dtype " << dtype
+            << ", allow_tf32 " << allow_tf32 << ", input " << inputs[0].sizes() << " -> output "
+            << c10::IntArrayRef(results.back().second.shape) << ", seed " << seed << "\n";
+  bool ok = true;
+  for (const auto& [what, r] : results) {
+    std::cout << "AOTI package, " << what << ": max abs error " << r.max_abs << ", rel norm error "
+              << r.rel_norm << (r.ok ? "" : "  MISMATCH") << "\n";
+    ok = ok && r.ok;
+  }
+  std::cout << "median: AOTI package " << t_pkg << " ms, at::conv2d " << t_ref << " ms\n";
   if (!ok) {
-    std::cerr << "MISMATCH: output " << out.sizes() << " " << out.scalar_type()
-              << " differs from the float64 reference " << ref.sizes() << " beyond atol=" << atol
-              << ", rtol=" << rtol << "\n";
+    std::cerr << "MISMATCH: the package's output differs from the float64 reference beyond atol="
+              << atol << ", rtol=" << rtol << " (or has another shape or dtype)\n";
     return 1;
   }
-  std::cout << "OK: the package matches the float64 reference (atol=" << atol << ", rtol=" << rtol
-            << ")\n";
+  std::cout << "OK: the package matches the float64 reference with " << results.size()
+            << " weight sets (atol=" << atol << ", rtol=" << rtol << ")\n";
   return 0;
 }

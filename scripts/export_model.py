@@ -93,8 +93,8 @@ def export_aoti(path: str, device: str = "cpu", state_dict: str | None = None,
             3: torch.export.Dim("width", min=MIN_AOTI_SIZE)}
     with torch.no_grad():
         program = torch.export.export(model, (example,), dynamic_shapes={"x": dims})
-    # The C++ demo picks its tolerance from allow_tf32: the package carries it as metadata.
-    configs = {"aot_inductor.metadata": {"alexconv.allow_tf32": str(int(allow_tf32)),
+    # alexconv_aoti_demo reads the dtype and allow_tf32 (its tolerance) from the package's metadata.
+    configs = {"aot_inductor.metadata": {"alexconv.allow_tf32": str(int(allow_tf32)), "alexconv.dtype": dtype,
                                          "alexconv.version": alexconv.__version__}}
     inductor = importlib.import_module("torch._inductor")
     return inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)

@@ -46,6 +46,15 @@ def package(request, tmp_path_factory):
     return path, device, dtype, seed
 
 
+def _runner_extracts_constants() -> bool:
+    """Whether torch's AOTI runner has extract_constants_map (>= 2.8), as CMakeLists.txt checks:
+    then the demo also checks the package's own weights."""
+    from torch.utils.cpp_extension import include_paths
+    header = "torch/csrc/inductor/aoti_runner/model_container_runner.h"
+    return any("extract_constants_map(" in (pathlib.Path(d) / header).read_text()
+               for d in include_paths() if (pathlib.Path(d) / header).is_file())
+
+
 def _run(*args):
     return subprocess.run([str(DEMO), *map(str, args)], capture_output=True, text=True, timeout=600)
 
@@ -73,6 +82,8 @@ def test_aoti_demo_end_to_end(package, batch, size):
     assert f"device {device}" in res.stdout
     assert f"output [{batch}, 96, {out}, {out}]" in res.stdout, res.stdout
     assert "OK: the package matches the float64 reference" in res.stdout, res.stdout
+    assert "AOTI package, loaded weights: max abs error" in res.stdout, res.stdout
+    assert ("AOTI package, package weights: max abs error" in res.stdout) == _runner_extracts_constants()
 
 
 def test_aoti_demo_check_can_fail(package):

@@ -117,7 +117,7 @@ def _spawn(fn, args):
 def test_ddp_matches_single_process(device, tmp_path, monkeypatch):
     for k, v in LOOPBACK_ENV.items():
         monkeypatch.setenv(k, v)
-    torch.backends.cudnn.allow_tf32 = False
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)  # as in the workers
     init = {k: v.clone() for k, v in Net().state_dict().items()}  # fresh init (seeded by conftest)
     batches = [(torch.rand(GLOBAL_BATCH, 3, SIZE, SIZE), torch.randint(0, CLASSES, (GLOBAL_BATCH,)))
                for _ in range(STEPS)]
