@@ -11,14 +11,15 @@
 // the dispatcher by name: the executable links libalexconv (--no-as-needed, CMakeLists.txt)
 // so that its registrations run before the package loads. The device is the package's own
 // (export_model.py --device); a CUDA package needs a CUDA libtorch and a GPU.
+#include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <torch/cuda.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>  // torch::manual_seed (CPU and CUDA generators); not torch/torch.h: half the compile time
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
   // the seed is printed so that a failure can be replayed.
   const uint64_t seed = o.seed ? static_cast<uint64_t>(*o.seed) : std::random_device{}();
   torch::manual_seed(seed);
-  std::vector<at::Tensor> inputs{torch::rand({o.batch, 3, o.size, o.size}, options)};
+  std::vector<at::Tensor> inputs{at::rand({o.batch, 3, o.size, o.size}, options)};
   std::vector<std::pair<std::string, Result>> results;
   at::Tensor weight, bias;
   double t_pkg = 0, t_ref = 0;
@@ -219,8 +220,8 @@ int main(int argc, char** argv) {
     // New weights through load_constants (the way to update a deployed package's weights; what
     // torch before the runner's extract_constants_map can check): nn.Conv2d's initialisation.
     const double bound = 1.0 / std::sqrt(3.0 * 11 * 11);
-    weight = (torch::rand({96, 3, 11, 11}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
-    bias = (torch::rand({96}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
+    weight = (at::rand({96, 3, 11, 11}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
+    bias = (at::rand({96}, options.dtype(at::kFloat)) * 2 - 1).mul_(bound).to(dtype);
     std::unordered_map<std::string, at::Tensor> fresh{{"conv1.weight", weight}, {"conv1.bias", bias}};
     loader->load_constants(fresh, /*use_inactive=*/false, /*check_full_update=*/true);
     results.emplace_back("loaded weights", check(*loader, inputs, weight, bias, atol, rtol));

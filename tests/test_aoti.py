@@ -94,15 +94,30 @@ def test_aoti_demo_check_can_fail(package):
     assert "MISMATCH" in res.stderr
 
 
-def test_python_loads_package(package):
-    # The same package from Python (aoti_load_package), on a non-square input: its weights are
-    # ModelNew's under the export's seed.
+# Loads a package with torch._inductor.aoti_load_package, runs it on a saved input, saves the output.
+_PYTHON_LOAD = """
+import sys, torch, alexconv
+runner = torch._inductor.aoti_load_package(sys.argv[1])
+x = torch.load(sys.argv[2], weights_only=True)
+with torch.no_grad():
+    torch.save(runner(x.to(sys.argv[4])).cpu(), sys.argv[3])
+"""
+
+
+def test_python_loads_package(package, tmp_path):
+    # The same package from Python, on a non-square input; its weights are ModelNew's under the
+    # export's seed. In a child process: a crash while loading (issue 47: a CUDA package
+    # segfaulted in aoti_load_package on torch 2.11) fails this test instead of the session.
     path, device, dtype, seed = package
     conv = export_model._model(None, False, dtype, seed).conv1.to(device)
-    runner = torch._inductor.aoti_load_package(str(path))
-    x = torch.rand(2, 3, 57, 45, device=device, dtype=conv.weight.dtype)
+    x = torch.rand(2, 3, 57, 45, dtype=conv.weight.dtype)
+    torch.save(x, tmp_path / "x.pt")
+    res = subprocess.run([sys.executable, "-c", _PYTHON_LOAD, str(path), str(tmp_path / "x.pt"),
+                          str(tmp_path / "out.pt"), device], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"aoti_load_package and run exited with {res.returncode}:\n{res.stderr}"
+    out = torch.load(tmp_path / "out.pt", weights_only=True).to(device)
     with torch.no_grad():
-        assert_matches_reference(runner(x), x, conv.weight, conv.bias)
+        assert_matches_reference(out, x.to(device), conv.weight, conv.bias)
 
 
 @pytest.mark.parametrize("args,message", [
