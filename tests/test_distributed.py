@@ -165,14 +165,39 @@ def _run_torchrun(args, timeout=DEADLINE_S):
     return proc.returncode, stdout, stderr
 
 
-@pytest.mark.skipif(not dist.is_available(), reason="torch was built without torch.distributed")
-@pytest.mark.parametrize("model_kind", ["modelnew", "torchscript"])
-def test_infer_distributed_matches_single_process(tmp_path, fresh_seed, model_kind):
+def _infer_distributed():
     sys.path.insert(0, str(REPO / "scripts"))
     try:
         import infer_distributed
     finally:
         sys.path.remove(str(REPO / "scripts"))
+    return infer_distributed
+
+
+def test_infer_distributed_check_can_fail():
+    # The tool's float64 check passes the model's own output and rejects it one element off.
+    tool = _infer_distributed()
+    model = tool.build_model(None, None, 0, torch.device("cpu"))
+    x = torch.rand(3, 3, 27, 31)
+    with torch.no_grad():
+        out = model(x)
+    assert tool.check(out, x, *tool.weights_of(model)).startswith("OK")
+    out[2, 95, 3, 4] += 1e-3
+    with pytest.raises(SystemExit, match="MISMATCH"):
+        tool.check(out, x, *tool.weights_of(model), chunk=2)
+
+
+def test_infer_distributed_needs_torchrun():
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "infer_distributed.py"), "--device", "cpu"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2 and "run me under torchrun" in res.stderr, res.stderr
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch was built without torch.distributed")
+@pytest.mark.parametrize("model_kind", ["modelnew", "torchscript"])
+def test_infer_distributed_matches_single_process(tmp_path, fresh_seed, model_kind):
+    infer_distributed = _infer_distributed()
     seed = fresh_seed % 2**31
     # 7 images over 2 ranks: uneven shards (4 + 3), each in batches of 2 (a short last one).
     args = ["--device", "cpu", "--num-images", 7, "--size", 39, "--batch", 2, "--iters", 2,
