@@ -20,10 +20,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import os
+import tempfile
+import zipfile
 
 import torch
 
 import alexconv
+from alexconv import _toolchain
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Dynamic dimensions of the AOTInductor package. Height and width start at 11: from 7 to 10
@@ -97,7 +101,21 @@ def export_aoti(path: str, device: str = "cpu", state_dict: str | None = None,
     configs = {"aot_inductor.metadata": {"alexconv.allow_tf32": str(int(allow_tf32)), "alexconv.dtype": dtype,
                                          "alexconv.version": alexconv.__version__}}
     inductor = importlib.import_module("torch._inductor")
-    return inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+    compiler = importlib.import_module("torch._inductor.cpp_builder").get_cpp_compiler()
+    _toolchain.check_compiler_links_shared_libstdcxx(compiler)  # fail in a second, not at load
+    package = inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
+    _check_package_libraries(package, compiler)
+    return package
+
+
+def _check_package_libraries(package: str, compiler: str) -> None:
+    """Every shared object in the package must use the shared libstdc++ (alexconv._toolchain);
+    a package that would crash its loader is removed, with the reason raised."""
+    with zipfile.ZipFile(package) as archive, tempfile.TemporaryDirectory() as tmp:
+        for name in archive.namelist():
+            if name.endswith(".so") and not _toolchain.links_shared_libstdcxx(archive.extract(name, tmp)):
+                os.remove(package)
+                raise RuntimeError(_toolchain.static_libstdcxx_error(compiler, f"the package's {name}"))
 
 
 def main() -> None:

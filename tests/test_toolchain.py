@@ -1,0 +1,81 @@
+"""alexconv._toolchain: AOTInductor packages must not carry their own libstdc++.
+
+A package linked with a private libstdc++ segfaults while it loads (docs/deployment.md), so the
+export refuses the compiler that would build one, and any package that has one.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import alexconv
+from alexconv import _toolchain
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CXX = shutil.which("g++")
+needs_gxx = pytest.mark.skipif(CXX is None, reason="no g++ on PATH")
+
+
+def _library(tmp_path, *flags):
+    source = tmp_path / "lib.cpp"
+    source.write_text("#include <string>\nstd::string f(int n) { return std::to_string(n); }\n")
+    out = tmp_path / f"lib{len(flags)}.so"
+    subprocess.run([CXX, "-shared", "-fPIC", *flags, str(source), "-o", str(out)], check=True)
+    return out
+
+
+def _static_compiler(tmp_path):
+    """A "compiler" that links libstdc++ statically, as /opt/gcc's g++ does on the GPU machines."""
+    wrapper = tmp_path / "g++-static"
+    wrapper.write_text(f'#!/bin/sh\nexec {CXX} -static-libstdc++ "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_needed_libraries_of_our_library():
+    needed = _toolchain.needed_libraries(alexconv.library_path())
+    assert "libstdc++.so.6" in needed  # CMakeLists.txt links it by name
+    assert any(name.startswith("libc10") for name in needed), needed
+
+
+@needs_gxx
+def test_static_and_shared_libstdcxx_told_apart(tmp_path):
+    assert _toolchain.links_shared_libstdcxx(_library(tmp_path))
+    static = _library(tmp_path, "-static-libstdc++")
+    assert "libstdc++.so.6" not in _toolchain.needed_libraries(static)
+    assert not _toolchain.links_shared_libstdcxx(static)
+
+
+def test_not_an_elf_file(tmp_path):
+    path = tmp_path / "x.so"
+    path.write_bytes(b"#!/bin/sh\n")
+    with pytest.raises(ValueError, match="not a 64-bit little-endian ELF"):
+        _toolchain.needed_libraries(path)
+
+
+@needs_gxx
+def test_compiler_check(tmp_path):
+    _toolchain.check_compiler_links_shared_libstdcxx(CXX)
+    with pytest.raises(RuntimeError, match=r"without the shared libstdc\+\+.*CXX="):
+        _toolchain.check_compiler_links_shared_libstdcxx(str(_static_compiler(tmp_path)))
+    with pytest.raises(RuntimeError, match="could not build a shared library"):
+        _toolchain.check_compiler_links_shared_libstdcxx("/bin/false")
+
+
+@needs_gxx
+def test_export_refuses_a_static_libstdcxx_compiler(tmp_path):
+    """Before compiling anything: the export stops at once and writes no package."""
+    pytest.importorskip("torch._inductor.cpp_builder")
+    package = tmp_path / "m.pt2"
+    env = dict(os.environ, CXX=str(_static_compiler(tmp_path)))
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "export_model.py"), str(package)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    if "cannot build an AOTInductor package" in res.stderr:
+        pytest.skip(res.stderr.strip())
+    assert res.returncode != 0
+    assert "without the shared libstdc++" in res.stderr, res.stderr
+    assert not package.exists()
