@@ -3,11 +3,13 @@
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
-#                                [profile] [ceiling] [floor] [operands] [harness]
+#                                [profile] [ceiling] [floor] [operands] [harness] [deploy] [distributed]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
 #   On one 600 s device call fit: build test; forced; emulate bench; each sanitize-x)
 #   harness: the standalone kernel harness (tests/cuda_harness) as CUDA 11.8 built it on the CPU
 #   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here.
+#   deploy: AOTInductor packages on CUDA from C++ and Python; distributed: DDP over NCCL and
+#   data-parallel inference on 1 and on every GPU (a 2-GPU kind).
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
@@ -158,6 +160,34 @@ bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
           run_step harness-build bash scripts/build_cuda_harness.sh &&
           run_step harness-device-nvcc build/cuda-harness-device/alexconv_cuda_harness ${HARNESS_ARGS:-}
       fi ;;
+    deploy)
+      # The AOTInductor route on CUDA. The GPU machines' default compiler (/opt/gcc's g++) links
+      # libstdc++ statically, and a package built by it segfaults while it loads
+      # (docs/deployment.md): the export must refuse it with the reason (shown here, whatever
+      # it says), and with a g++ that links libstdc++.so.6 the packages must load and match.
+      echo "== export with inductor's default compiler: $(python3 -c 'from torch._inductor.cpp_builder import get_cpp_compiler as c; print(c())')"
+      python3 scripts/export_model.py /tmp/default-compiler.pt2 --device cuda 2>&1 | tail -n 2 | tee "$OUT/aoti-default-compiler.log"
+      export CXX=${AOTI_CXX:-/usr/bin/g++}
+      bin=$(python3 -c "import alexconv, os; print(os.path.dirname(alexconv.library_path()) + '/bin')")
+      for variant in float32 bfloat16 float16 tf32; do
+        args=(--dtype "$variant"); [[ $variant == tf32 ]] && args=(--allow-tf32)
+        run_step "aoti-export-$variant" python3 scripts/export_model.py "/tmp/aoti-$variant.pt2" --device cuda "${args[@]}" &&
+          run_step "aoti-demo-$variant" "$bin/alexconv_aoti_demo" "/tmp/aoti-$variant.pt2" --device cuda --batch 256 --size 224 --iters 20
+      done
+      run_step pytest-deploy python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 \
+        tests/test_aoti.py tests/test_toolchain.py tests/test_cpp_demo.py
+      unset CXX ;;
+    distributed)
+      # DDP training over NCCL (2+ GPUs; gloo on CPU always), then data-parallel inference on 1
+      # and on every GPU with the same per-GPU batch: the scaling figure.
+      run_step pytest-distributed python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 tests/test_distributed.py
+      gpus=$(nvidia-smi --list-gpus | wc -l)
+      for n in 1 $gpus; do
+        run_step "infer-$n-gpu" python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
+          scripts/infer_distributed.py --device cuda --num-images $((512 * n)) --size 224 --batch 256 \
+          --iters ${INFER_ITERS:-100} --json "$OUT/infer-$n-gpu.json"
+        [[ $n == "$gpus" ]] && break
+      done ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
@@ -171,6 +201,7 @@ grep -h "^fuzz:" "$OUT/pytest.log" 2>/dev/null
 for f in "$OUT"/harness-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "^[0-9]+ passed, [0-9]+ failed$|^no .*harness" "$f" | tail -1)"
 done
+for f in "$OUT"/infer-*-gpu.json; do [[ -f $f ]] && echo "$(basename "$f" .json): $(tr -d ' \n' < "$f")"; done
 for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
