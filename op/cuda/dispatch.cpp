@@ -5,11 +5,11 @@
 
 #include <c10/util/Exception.h>
 
-#include "../conv1_geometry.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "../conv1_geometry.h"
 
 namespace alexconv {
 namespace cuda {
