@@ -131,8 +131,8 @@ double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
 }
 
 // The header API follows the op's rules: an invalid call throws c10::Error naming
-// the argument, and leaves nothing broken. Two of them: a weight with 95 output
-// channels, and an undefined input (which only C++ callers can pass).
+// the argument, and leaves nothing broken. Two of them: a padding past the op's range, and
+// an undefined input (which only C++ callers can pass).
 template <class Call>
 std::optional<std::string> error_of(const Call& call) {
   try {
@@ -148,8 +148,8 @@ struct Rejection {
   std::optional<std::string> message;
 };
 std::vector<Rejection> header_api_rejections(const at::Tensor& input, const at::Tensor& weight) {
-  return {{"95-channel weight", "weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]",
-           error_of([&] { alexconv::conv1(input, weight.narrow(0, 0, 95), std::nullopt, false); })},
+  return {{"padding of 7", "padding must be in [0, 5], got 7",
+           error_of([&] { alexconv::conv1(input, weight, std::nullopt, false, /*padding=*/7); })},
           {"undefined input", "input must be a defined tensor, got an undefined one",
            error_of([&] { alexconv::conv1(at::Tensor(), weight, std::nullopt, false); })}};
 }

@@ -38,29 +38,14 @@ void check_plain_tensor(const at::Tensor& t, const char* name) {
               " must have dtype float32, float16 or bfloat16, got ", dtype_name(t.scalar_type()));
 }
 
-template <size_t Rank>
-void check_shape(const at::Tensor& t, const char* name,
-                 const std::array<int64_t, Rank>& expected) {
-  bool ok = t.dim() == static_cast<int64_t>(Rank);
-  for (size_t i = 0; ok && i < Rank; ++i) {
-    ok = holds(t.sym_size(static_cast<int64_t>(i)) == expected[i]);
-  }
-  if (!ok) {
-    std::string want = "[";
-    for (size_t i = 0; i < Rank; ++i) {
-      want += (i ? ", " : "") + std::to_string(expected[i]);
-    }
-    TORCH_CHECK(false, "alexconv::conv1: ", name, " must have shape ", want,
-                "], got ", t.sym_sizes());
-  }
-}
-
 }  // namespace
 
 void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias) {
+                      const std::optional<at::Tensor>& bias, int64_t padding) {
   TORCH_CHECK(input.defined(), "alexconv::conv1: input must be a defined tensor, got an undefined one");
   TORCH_CHECK(weight.defined(), "alexconv::conv1: weight must be a defined tensor, got an undefined one");
+  TORCH_CHECK(padding >= 0 && padding <= kMaxPad, "alexconv::conv1: padding must be in [0, ", kMaxPad,
+              "], got ", padding);
   check_plain_tensor(input, "input");
   check_plain_tensor(weight, "weight");
 
@@ -69,11 +54,17 @@ void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
   TORCH_CHECK(holds(input.sym_size(1) == kInChannels),
               "alexconv::conv1: input must have ", kInChannels,
               " channels (dim 1), got shape ", input.sym_sizes());
-  TORCH_CHECK(holds(input.sym_size(2) >= kMinInputSize) &&
-                  holds(input.sym_size(3) >= kMinInputSize),
-              "alexconv::conv1: input height and width must be at least ", kMinInputSize,
-              " (kernel 11, padding 2), got shape ", input.sym_sizes());
-  check_shape<4>(weight, "weight", {kOutChannels, kInChannels, kKernel, kKernel});
+  const int64_t min_size = min_input_size(padding);
+  TORCH_CHECK(holds(input.sym_size(2) >= min_size) && holds(input.sym_size(3) >= min_size),
+              "alexconv::conv1: input height and width must be at least ", min_size,
+              " (kernel 11, padding ", padding, "), got shape ", input.sym_sizes());
+  // Output channels are free within [1, kMaxOutChannels]; the rest of the shape is fixed.
+  const bool weight_ok = weight.dim() == 4 && holds(weight.sym_size(0) >= 1) &&
+                         holds(weight.sym_size(0) <= kMaxOutChannels) &&
+                         holds(weight.sym_size(1) == kInChannels) &&
+                         holds(weight.sym_size(2) == kKernel) && holds(weight.sym_size(3) == kKernel);
+  TORCH_CHECK(weight_ok, "alexconv::conv1: weight must have shape [C_out, ", kInChannels, ", ", kKernel,
+              ", ", kKernel, "] with C_out in [1, ", kMaxOutChannels, "], got ", weight.sym_sizes());
 
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(),
               "alexconv::conv1: weight must have the input's dtype ", dtype_name(input.scalar_type()),
@@ -85,7 +76,9 @@ void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
   if (bias.has_value() && bias->defined()) {
     const at::Tensor& b = *bias;
     check_plain_tensor(b, "bias");
-    check_shape<1>(b, "bias", {kOutChannels});
+    TORCH_CHECK(b.dim() == 1 && holds(b.sym_size(0) == weight.sym_size(0)),
+                "alexconv::conv1: bias must have shape [", weight.sym_size(0),
+                "] (the weight's output channels), got ", b.sym_sizes());
     TORCH_CHECK(b.scalar_type() == input.scalar_type(),
                 "alexconv::conv1: bias must have the input's dtype ", dtype_name(input.scalar_type()),
                 ", got ", dtype_name(b.scalar_type()));
@@ -103,10 +96,11 @@ c10::MemoryFormat conv1_output_memory_format(const at::Tensor& input,
   return channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
 }
 
-at::Tensor conv1_empty_output(const at::Tensor& input, const at::Tensor& weight) {
+at::Tensor conv1_empty_output(const at::Tensor& input, const at::Tensor& weight,
+                              int64_t padding) {
   const std::array<c10::SymInt, 4> shape = {
-      input.sym_size(0), c10::SymInt(kOutChannels),
-      conv1_out_size(input.sym_size(2)), conv1_out_size(input.sym_size(3))};
+      input.sym_size(0), weight.sym_size(0),
+      conv1_out_size(input.sym_size(2), padding), conv1_out_size(input.sym_size(3), padding)};
   return at::empty_symint(shape, input.options().memory_format(
                                      conv1_output_memory_format(input, weight)));
 }

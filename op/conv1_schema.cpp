@@ -9,11 +9,12 @@
 namespace alexconv {
 
 at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias, bool allow_tf32) {
+                 const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                 bool relu) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("alexconv::conv1", "")
                              .typed<decltype(conv1)>();
-  return op.call(input, weight, bias, allow_tf32);
+  return op.call(input, weight, bias, allow_tf32, padding, relu);
 }
 
 }  // namespace alexconv

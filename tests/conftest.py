@@ -32,11 +32,11 @@ def device_params():
     ]
 
 
-def make_weight(dtype=torch.float32, device="cpu", bias=True, generator=None):
+def make_weight(dtype=torch.float32, device="cpu", bias=True, generator=None, out_channels=96):
     """nn.Conv2d's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(3 * 11 * 11)
-    w = (torch.rand(96, 3, 11, 11, generator=generator) * 2 - 1) * bound
-    b = (torch.rand(96, generator=generator) * 2 - 1) * bound if bias else None
+    w = (torch.rand(out_channels, 3, 11, 11, generator=generator) * 2 - 1) * bound
+    b = (torch.rand(out_channels, generator=generator) * 2 - 1) * bound if bias else None
     return w.to(device, dtype), (b.to(device, dtype) if b is not None else None)
 
 
@@ -63,9 +63,10 @@ def make_input(n, h, w, dtype=torch.float32, device="cpu", layout="contiguous",
     return x
 
 
-def reference(x, w, b):
-    """F.conv2d in float64 on copies of the inputs: the ground truth."""
-    return F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride=4, padding=2)
+def reference(x, w, b, padding=2, relu=False):
+    """F.conv2d (then F.relu) in float64 on copies of the inputs: the ground truth."""
+    out = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride=4, padding=padding)
+    return F.relu(out) if relu else out
 
 
 def expected_memory_format(x, w):
@@ -96,16 +97,19 @@ _ROUNDED_BOUND = {  # dtype, tf32 -> (u, c)
 # own way: the contract there is the relative norm alone, as for nn.Conv2d itself.
 
 
-def reference_magnitude(x, w, b):
+def reference_magnitude(x, w, b, padding=2):
     """sum |x| * |w| + |b| per output element: the scale of its accumulation error."""
-    return reference(x.abs(), w.abs(), None if b is None else b.abs())
+    return reference(x.abs(), w.abs(), None if b is None else b.abs(), padding)
 
 
-def assert_matches_reference(out, x, w, b, allow_tf32=False):
+def assert_matches_reference(out, x, w, b, allow_tf32=False, padding=2, relu=False):
     """The numerical contract of README.md, against the float64 reference, plus (for the
     rounded paths, whose contract is a norm) a per-element bound that a wrong element or
-    a channel's missing bias cannot hide under."""
-    ref = reference(x, w, b)
+    a channel's missing bias cannot hide under. With relu the reference is F.relu of the
+    convolution's; relu moves no value further from it, so the bounds stay those of the
+    convolution (taken from its magnitude before the relu)."""
+    unrelu = reference(x, w, b, padding)
+    ref = F.relu(unrelu) if relu else unrelu
     assert out.shape == ref.shape
     assert out.dtype == x.dtype and out.device == x.device
     if out.numel() == 0:
@@ -120,11 +124,11 @@ def assert_matches_reference(out, x, w, b, allow_tf32=False):
         return max_err, rel
     limit = {torch.float32: 1e-3, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
     assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
-    if out.is_cuda and alexconv.conv1_kernel(x, w, b, allow_tf32=allow_tf32) == "aten":
+    if out.is_cuda and alexconv.conv1_kernel(x, w, b, allow_tf32=allow_tf32, padding=padding) == "aten":
         return max_err, rel
     u, c = _ROUNDED_BOUND[(x.dtype, tf32)]
     info = torch.finfo(x.dtype)
-    bound = u * ref.abs() + c * reference_magnitude(x, w, b) + info.tiny * info.eps
+    bound = u * unrelu.abs() + c * reference_magnitude(x, w, b, padding) + info.tiny * info.eps
     over = err > bound
     if over.any():
         i = int((err - bound).argmax())
@@ -150,10 +154,10 @@ def poisoned_outputs():
         torch.utils.deterministic.fill_uninitialized_memory = prev_fill
 
 
-def conv1(x, w, b=None, allow_tf32=False):
+def conv1(x, w, b=None, allow_tf32=False, padding=2, relu=False):
     """Runs the op with poisoned output memory."""
     with poisoned_outputs():
-        return alexconv.conv1(x, w, b, allow_tf32=allow_tf32)
+        return alexconv.conv1(x, w, b, allow_tf32=allow_tf32, padding=padding, relu=relu)
 
 
 @pytest.fixture(autouse=True)

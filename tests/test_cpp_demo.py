@@ -37,8 +37,8 @@ def test_demo_end_to_end(tmp_path, device, dtype):
     assert "output [3, 96, 24, 24]" in res.stdout
     assert "OK: both paths match" in res.stdout
     # The header API rejects an invalid call with the op's message and keeps working.
-    assert ('95-channel weight rejected with '
-            '"alexconv::conv1: weight must have shape [96, 3, 11, 11], got [95, 3, 11, 11]"') \
+    assert ('padding of 7 rejected with '
+            '"alexconv::conv1: padding must be in [0, 5], got 7"') \
         in res.stdout, res.stdout
     assert ('undefined input rejected with '
             '"alexconv::conv1: input must be a defined tensor, got an undefined one"') \

@@ -1,5 +1,6 @@
-"""Property tests: for random shapes, dtypes, layouts, bias and allow_tf32, the op matches the
-float64 F.conv2d reference (README's numerical contract) and F.conv2d's memory format.
+"""Property tests: for random shapes, dtypes, layouts, bias, allow_tf32, output channels (64 and
+96, the counts users run, or any in [1, 256]), padding (0-5) and relu, the op matches the
+float64 F.conv2d (+ F.relu) reference (README's numerical contract) and F.conv2d's memory format.
 
 Profiles, chosen with ALEXCONV_FUZZ_PROFILE (default "ci"):
   ci      60 cases on CPU, 300 on CUDA   (a quick run anywhere)
@@ -66,10 +67,14 @@ def report_case_counts(request):
 @st.composite
 def cases(draw, device):
     h_max = MAX_HW[device]
+    padding = draw(st.one_of(st.sampled_from([0, 2]), st.integers(0, 5)))
     return dict(
         n=draw(st.integers(0, 4)),
-        h=draw(st.integers(7, h_max)),
-        w=draw(st.integers(7, h_max)),
+        h=draw(st.integers(11 - 2 * padding, h_max)),
+        w=draw(st.integers(11 - 2 * padding, h_max)),
+        channels=draw(st.one_of(st.sampled_from([64, 96]), st.integers(1, 256))),
+        padding=padding,
+        relu=draw(st.booleans()),
         dtype=draw(st.sampled_from(DTYPES)),
         layout=draw(st.sampled_from(["contiguous", "channels_last", "sliced", "permuted"])),
         perm=draw(st.permutations(range(4))),
@@ -95,11 +100,11 @@ def build_input(case, device, g):
     return x
 
 
-def eager_memory_format(x, w, b):
+def eager_memory_format(x, w, b, padding):
     """The memory format F.conv2d itself returns for these tensors (same dtype and device).
     conftest.expected_memory_format says channels_last for some N=1 permuted inputs where
     F.conv2d (and the op) return contiguous, so eager F.conv2d is the judge here."""
-    eager = F.conv2d(x, w, b, stride=4, padding=2)
+    eager = F.conv2d(x, w, b, stride=4, padding=padding)
     cl = torch.channels_last
     return cl if eager.is_contiguous(memory_format=cl) and not eager.is_contiguous() else torch.contiguous_format
 
@@ -107,12 +112,13 @@ def eager_memory_format(x, w, b):
 def check_case(case, device):
     g = torch.Generator().manual_seed(case["seed"])
     x = build_input(case, device, g)
-    w, b = make_weight(case["dtype"], device, case["bias"], generator=g)
+    w, b = make_weight(case["dtype"], device, case["bias"], generator=g, out_channels=case["channels"])
     if case["weight_channels_last"]:
         w = w.contiguous(memory_format=torch.channels_last)
-    out = conv1(x, w, b, allow_tf32=case["allow_tf32"])
-    assert_matches_reference(out, x, w, b, case["allow_tf32"])
-    fmt = eager_memory_format(x, w, b)
+    padding, relu = case["padding"], case["relu"]
+    out = conv1(x, w, b, allow_tf32=case["allow_tf32"], padding=padding, relu=relu)
+    assert_matches_reference(out, x, w, b, case["allow_tf32"], padding=padding, relu=relu)
+    fmt = eager_memory_format(x, w, b, padding)
     assert out.is_contiguous(memory_format=fmt), (fmt, out.stride())
     CASES_RUN[device] += 1
 

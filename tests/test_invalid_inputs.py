@@ -49,13 +49,13 @@ def rnd(*shape, dtype=torch.float32):
     return lambda d: torch.randn(shape, device=d).to(dtype)
 
 
-def call(x=None, w=None, b=None):
-    """Builder: defaults to a valid [2, 3, 19, 23] float32 call."""
+def call(x=None, w=None, b=None, **kwargs):
+    """Builder: defaults to a valid [2, 3, 19, 23] float32 call; kwargs go to the op as given."""
     x = x or rnd(2, 3, 19, 23)
     w = w or rnd(96, 3, 11, 11)
 
     def build(d):
-        return (x(d), w(d), None if b is None else b(d)), {}
+        return (x(d), w(d), None if b is None else b(d)), kwargs
 
     return build
 
@@ -100,16 +100,25 @@ def shape_msg(name, want, got):
     return rf"^alexconv::conv1: {name} must have shape {re.escape(want)}, got {re.escape(got)}"
 
 
-def hw_msg(shape):
-    return (r"^alexconv::conv1: input height and width must be at least 7 \(kernel 11, padding 2\), "
-            rf"got shape {re.escape(shape)}")
+def hw_msg(shape, least=7, padding=2):
+    return (rf"^alexconv::conv1: input height and width must be at least {least} \(kernel 11, "
+            rf"padding {padding}\), got shape {re.escape(shape)}")
+
+
+def bias_msg(channels, got):
+    return (rf"^alexconv::conv1: bias must have shape \[{channels}\] \(the weight's output channels\), "
+            rf"got {re.escape(got)}$")
+
+
+def padding_msg(got):
+    return rf"^alexconv::conv1: padding must be in \[0, 5\], got {got}$"
 
 
 def dtype_msg(name, got):
     return rf"^alexconv::conv1: {name} must have dtype {ACCEPTED}, got {got}$"
 
 
-W_SHAPE = "[96, 3, 11, 11]"
+W_SHAPE = "[C_out, 3, 11, 11] with C_out in [1, 256]"
 BAD_DTYPES = [(torch.int32, "int32"), (torch.int64, "int64"), (torch.uint8, "uint8"),
               (torch.bool, "bool"), (torch.float64, "float64"), (torch.complex64, "complex64")]
 
@@ -128,16 +137,26 @@ CASES = [
     # ---- weight shape
     Case("weight_3d", call(w=rnd(96, 3, 11)), shape_msg("weight", W_SHAPE, "[96, 3, 11]")),
     Case("weight_5d", call(w=rnd(1, 96, 3, 11, 11)), shape_msg("weight", W_SHAPE, "[1, 96, 3, 11, 11]")),
-    Case("weight_95_out", call(w=rnd(95, 3, 11, 11)), shape_msg("weight", W_SHAPE, "[95, 3, 11, 11]")),
-    Case("weight_192_out", call(w=rnd(192, 3, 11, 11)), shape_msg("weight", W_SHAPE, "[192, 3, 11, 11]")),
+    Case("weight_0_out", call(w=rnd(0, 3, 11, 11)), shape_msg("weight", W_SHAPE, "[0, 3, 11, 11]")),
+    Case("weight_257_out", call(w=rnd(257, 3, 11, 11), b=rnd(257)),
+         shape_msg("weight", W_SHAPE, "[257, 3, 11, 11]")),
     Case("weight_1_in", call(w=rnd(96, 1, 11, 11)), shape_msg("weight", W_SHAPE, "[96, 1, 11, 11]")),
     Case("weight_kh10", call(w=rnd(96, 3, 10, 11)), shape_msg("weight", W_SHAPE, "[96, 3, 10, 11]")),
     Case("weight_kw12", call(w=rnd(96, 3, 11, 12)), shape_msg("weight", W_SHAPE, "[96, 3, 11, 12]")),
     Case("weight_3x3", call(w=rnd(96, 3, 3, 3)), shape_msg("weight", W_SHAPE, "[96, 3, 3, 3]")),
     # ---- bias shape
-    Case("bias_95", call(b=rnd(95)), shape_msg("bias", "[96]", "[95]")),
-    Case("bias_2d", call(b=rnd(1, 96)), shape_msg("bias", "[96]", "[1, 96]")),
-    Case("bias_0d", call(b=rnd()), shape_msg("bias", "[96]", "[]")),
+    Case("bias_95", call(b=rnd(95)), bias_msg(96, "[95]")),
+    Case("bias_2d", call(b=rnd(1, 96)), bias_msg(96, "[1, 96]")),
+    Case("bias_0d", call(b=rnd()), bias_msg(96, "[]")),
+    Case("bias_96_weight_64", call(w=rnd(64, 3, 11, 11), b=rnd(96)), bias_msg(64, "[96]")),
+    Case("bias_64_weight_96", call(b=rnd(64)), bias_msg(96, "[64]")),
+    # ---- padding: 0 to 5, and the input must cover the kernel at that padding
+    Case("padding_minus_1", call(padding=-1), padding_msg(-1)),
+    Case("padding_6", call(padding=6), padding_msg(6)),
+    Case("padding_7_relu", call(padding=7, relu=True), padding_msg(7)),
+    Case("padding_6_weight_64", call(w=rnd(64, 3, 11, 11), b=rnd(64), padding=6), padding_msg(6)),
+    Case("input_h10_padding_0", call(x=rnd(2, 3, 10, 23), padding=0), hw_msg("[2, 3, 10, 23]", 11, 0)),
+    Case("input_w8_padding_1", call(x=rnd(2, 3, 19, 8), padding=1), hw_msg("[2, 3, 19, 8]", 9, 1)),
     # ---- unsupported dtypes (input, weight, bias)
     *[Case(f"input_{dt}".replace("torch.", ""), call(x=rnd(2, 3, 19, 23, dtype=dt),
                                                      w=rnd(96, 3, 11, 11, dtype=dt)),

@@ -11,17 +11,25 @@ OP = torch.ops.alexconv.conv1.default
 def test_schema_is_the_published_one():
     assert str(OP._schema) == (
         "alexconv::conv1(Tensor input, Tensor weight, Tensor? bias=None, *, "
-        "bool allow_tf32=False) -> Tensor"
+        "bool allow_tf32=False, int padding=2, bool relu=False) -> Tensor"
+    )
+    assert str(torch.ops.alexconv.conv1_kernel.default._schema) == (
+        "alexconv::conv1_kernel(Tensor input, Tensor weight, Tensor? bias=None, *, "
+        "bool allow_tf32=False, int padding=2, bool relu=False) -> str"
     )
 
 
 def test_python_wrapper_takes_allow_tf32_by_keyword_only():
-    """alexconv.conv1 matches the schema: allow_tf32 after `*`, so a positional True is an error."""
+    """alexconv.conv1 matches the schema: allow_tf32, padding and relu after `*`, so a
+    positional True is an error."""
     import inspect
 
     import alexconv
-    param = inspect.signature(alexconv.conv1).parameters["allow_tf32"]
-    assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is False
+    for fn in (alexconv.conv1, alexconv.conv1_kernel):
+        params = inspect.signature(fn).parameters
+        for name, default in [("allow_tf32", False), ("padding", 2), ("relu", False)]:
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (fn, name)
+            assert params[name].default == default and type(params[name].default) is type(default)
     x, (w, b) = make_input(1, 15, 15), make_weight()
     with pytest.raises(TypeError):
         alexconv.conv1(x, w, b, True)

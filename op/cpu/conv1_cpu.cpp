@@ -44,12 +44,19 @@ struct Strides4 {
       : n(t.stride(0)), c(t.stride(1)), h(t.stride(2)), w(t.stride(3)) {}
 };
 
+// Output channels rounded up to whole channel blocks: the kernel's packed weights and bias
+// hold zeros past the call's channels.
+int64_t padded_channels(int64_t channels, int64_t channel_block) {
+  return (channels + channel_block - 1) / channel_block * channel_block;
+}
+
 // Weights as float in the kernel's packing; any weight strides (even zero) work.
 template <typename scalar_t>
 std::vector<float> pack_weights(const at::Tensor& weight, int64_t channel_block) {
-  std::vector<float> packed(kOutChannels * kTaps);
+  const int64_t channels = weight.size(0);
+  std::vector<float> packed(padded_channels(channels, channel_block) * kTaps, 0.f);
   const auto w = weight.accessor<scalar_t, 4>();
-  for (int64_t co = 0; co < kOutChannels; ++co) {
+  for (int64_t co = 0; co < channels; ++co) {
     float* dst = packed.data() + (co / channel_block) * kTaps * channel_block + co % channel_block;
     for (int64_t ci = 0; ci < kInChannels; ++ci)
       for (int64_t r = 0; r < kKernel; ++r)
@@ -61,11 +68,12 @@ std::vector<float> pack_weights(const at::Tensor& weight, int64_t channel_block)
 }
 
 template <typename scalar_t>
-std::vector<float> bias_as_float(const std::optional<at::Tensor>& bias) {
-  std::vector<float> out(kOutChannels, 0.f);
+std::vector<float> bias_as_float(const std::optional<at::Tensor>& bias, int64_t channels,
+                                 int64_t channel_block) {
+  std::vector<float> out(padded_channels(channels, channel_block), 0.f);
   if (bias.has_value() && bias->defined()) {
     const auto b = bias->accessor<scalar_t, 1>();
-    for (int64_t co = 0; co < kOutChannels; ++co) out[co] = static_cast<float>(b[co]);
+    for (int64_t co = 0; co < channels; ++co) out[co] = static_cast<float>(b[co]);
   }
   return out;
 }
@@ -108,27 +116,31 @@ int64_t band_rows(int64_t batch, int64_t out_h, int64_t col_bands) {
 }
 
 // For 16-bit outputs: computes the band into float scratch laid out like the output
-// (channels innermost for channels_last), then rounds it into place in that order.
+// (channels innermost for channels_last), then rounds it into place in that order, applying
+// relu to the rounded value (so that the result is F.relu of the unfused op's, -0.0 included).
 template <typename scalar_t>
-void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, const float* weights,
+void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, bool relu, const float* weights,
                         const float* bias, float* scratch, scalar_t* out, const Strides4& os) {
-  const int64_t rows = band.out_rows, cols = band.out_cols;
+  const int64_t rows = band.out_rows, cols = band.out_cols, channels = band.channels;
   const bool channels_last = os.c == 1;
   band.out = scratch;
   band.channel_stride = channels_last ? 1 : rows * cols;
-  band.row_stride = channels_last ? cols * kOutChannels : cols;
-  band.col_stride = channels_last ? kOutChannels : 1;
+  band.row_stride = channels_last ? cols * channels : cols;
+  band.col_stride = channels_last ? channels : 1;
+  band.relu = false;
   kernel.run_band(band, weights, bias);
   auto round = [&](int64_t c, int64_t y, int64_t x) {
-    out[c * os.c + y * os.h + x * os.w] = static_cast<scalar_t>(
+    scalar_t v = static_cast<scalar_t>(
         scratch[c * band.channel_stride + y * band.row_stride + x * band.col_stride]);
+    if (relu && v < scalar_t(0)) v = scalar_t(0);  // at::relu's rule: NaN stays NaN
+    out[c * os.c + y * os.h + x * os.w] = v;
   };
   if (channels_last) {
     for (int64_t y = 0; y < rows; ++y)
       for (int64_t x = 0; x < cols; ++x)
-        for (int64_t c = 0; c < kOutChannels; ++c) round(c, y, x);
+        for (int64_t c = 0; c < channels; ++c) round(c, y, x);
   } else {
-    for (int64_t c = 0; c < kOutChannels; ++c)
+    for (int64_t c = 0; c < channels; ++c)
       for (int64_t y = 0; y < rows; ++y)
         for (int64_t x = 0; x < cols; ++x) round(c, y, x);
   }
@@ -136,11 +148,11 @@ void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, const float* 
 
 template <typename scalar_t>
 void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
-                    const std::optional<at::Tensor>& bias, at::Tensor& out) {
+                    const std::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
   const int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
-  const int64_t out_h = out.size(2), out_w = out.size(3);
+  const int64_t channels = out.size(1), out_h = out.size(2), out_w = out.size(3);
   const std::vector<float> weights = pack_weights<scalar_t>(weight, kernel.channel_block);
-  const std::vector<float> bias_f = bias_as_float<scalar_t>(bias);
+  const std::vector<float> bias_f = bias_as_float<scalar_t>(bias, channels, kernel.channel_block);
 
   const int64_t col_bands = (out_w + kMaxBandCols - 1) / kMaxBandCols;
   const int64_t max_rows = band_rows(batch, out_h, col_bands);
@@ -155,39 +167,40 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(max_rows) * window_extent(max_cols));
     // Float scratch for 16-bit outputs, which are rounded once at the end.
-    std::vector<float> out_f(kFloatOut ? 0 : kOutChannels * max_rows * max_cols);
+    std::vector<float> out_f(kFloatOut ? 0 : channels * max_rows * max_cols);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
       const int64_t y0 = item / col_bands % row_bands * max_rows;
       const int64_t x0 = item % col_bands * max_cols;
       const int64_t rows = std::min(max_rows, out_h - y0), cols = std::min(max_cols, out_w - x0);
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
-      stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - kPad, in_rows,
-                  kStride * x0 - kPad, in_cols, staged.data());
+      stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
+                  kStride * x0 - pad, in_cols, staged.data());
 
       scalar_t* out_band = out_ptr + n * os.n + y0 * os.h + x0 * os.w;
       cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
-                     nullptr, 0, 0, 0};
+                     nullptr, 0, 0, 0, channels, relu};
       if constexpr (kFloatOut) {
         band.out = out_band;
         band.channel_stride = os.c, band.row_stride = os.h, band.col_stride = os.w;
         kernel.run_band(band, weights.data(), bias_f.data());
       } else {
-        compute_then_round(kernel, band, weights.data(), bias_f.data(), out_f.data(), out_band, os);
+        compute_then_round(kernel, band, relu, weights.data(), bias_f.data(), out_f.data(), out_band, os);
       }
     }
   });
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
-                     const std::optional<at::Tensor>& bias, bool /*allow_tf32*/) {
-  check_conv1_args(input, weight, bias);
-  at::Tensor out = conv1_empty_output(input, weight);
+                     const std::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
+                     bool relu) {
+  check_conv1_args(input, weight, bias, padding);
+  at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return out;
   static const cpu::Kernel kernel = select_kernel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(),
                                   "alexconv_conv1_cpu", [&] {
-                                    conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, out);
+                                    conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, padding, relu, out);
                                   });
   return out;
 }
@@ -198,8 +211,9 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
 TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
   m.impl("conv1", &alexconv::conv1_cpu);
   m.impl("conv1_kernel", [](const at::Tensor& input, const at::Tensor& weight,
-                            const std::optional<at::Tensor>& bias, bool) -> std::string {
-    alexconv::check_conv1_args(input, weight, bias);
+                            const std::optional<at::Tensor>& bias, bool, int64_t padding,
+                            bool) -> std::string {
+    alexconv::check_conv1_args(input, weight, bias, padding);
     return "cpu";
   });
 }

@@ -22,14 +22,23 @@ struct Band {
   // out[c * channel_stride + y * row_stride + x * col_stride].
   float* out;
   int64_t channel_stride, row_stride, col_stride;
+  // Output channels to compute and store (1 to kMaxOutChannels).
+  int64_t channels;
+  // Store max(v, 0) as at::relu does: v < 0 ? 0 : v (NaN and -0.0 pass unchanged). Leave it
+  // false where the caller rounds the floats to a 16-bit output afterwards and applies relu
+  // there (relu of the rounded value is what F.relu gives: -0.0 where a small negative
+  // value rounds to zero).
+  bool relu;
 };
 
 struct Kernel {
   const char* isa;
   // Output channels per micro-tile; weights are packed
-  // [kOutChannels / channel_block][kTaps][channel_block], taps in (ci, r, s) order.
+  // [ceil(channels / channel_block)][kTaps][channel_block], taps in (ci, r, s) order, the
+  // last block's channels past `channels` zero.
   int64_t channel_block;
-  // bias: kOutChannels floats (zeros where the call has none).
+  // bias: ceil(channels / channel_block) * channel_block floats (zeros where the call has
+  // none, and past `channels`).
   void (*run_band)(const Band& band, const float* packed_weights, const float* bias);
 };
 

@@ -25,13 +25,14 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
 }
 
 // Calls none of our kernels can run (GPUs below sm_80, extents past the kernels' 32-bit
-// tile arithmetic): ATen's convolution, as nn.Conv2d reaches it (cuDNN where it applies, with
-// the same benchmark and deterministic flags, else ATen's own kernels), but with TF32 by the
-// op's own contract rather than the global flag, and in the output memory format the op
-// promises.
+// tile arithmetic, output channels other than 96 or padding other than 2): ATen's
+// convolution, as nn.Conv2d reaches it (cuDNN where it applies, with the same benchmark and
+// deterministic flags, else ATen's own kernels), but with TF32 by the op's own contract
+// rather than the global flag, and in the output memory format the op promises.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
-  const int64_t pad = kPad, stride = kStride, dilation = 1;
+                      const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad,
+                      const at::Tensor& out) {
+  const int64_t stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
   at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
                                   /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
@@ -75,27 +76,45 @@ cuda::DeviceInfo current_device() {
   return cuda::device_info(*at::cuda::getCurrentDeviceProperties(), /*aten_available=*/true);
 }
 
-at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool allow_tf32) {
-  check_conv1_args(input, weight, bias);
-  const c10::cuda::CUDAGuard guard(input.device());
-  at::Tensor out = conv1_empty_output(input, weight);
-  if (out.numel() == 0) return out;
+// The convolution without relu: our kernel where one is built for the call's geometry
+// (cuda::kernels_cover) and can run it, else ATen's.
+at::Tensor conv1_cuda_conv(const at::Tensor& input, const at::Tensor& weight,
+                           const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                           at::Tensor out) {
+  if (!cuda::kernels_cover(weight.size(0), padding)) {
+    return conv1_aten(input, weight, bias, allow_tf32, padding, out);
+  }
   const cuda::Problem p = make_problem(input, weight, bias, allow_tf32, out);
   const cuda::DeviceInfo device = current_device();
   const cuda::Kernel kernel = cuda::choose_kernel(p, device);
-  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, out);
+  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, out);
   C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 
-std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
-                              const std::optional<at::Tensor>& bias, bool allow_tf32) {
-  check_conv1_args(input, weight, bias);
+at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
+                      const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                      bool relu) {
+  check_conv1_args(input, weight, bias, padding);
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::Tensor out = conv1_empty_output(input, weight);
+  at::Tensor out = conv1_empty_output(input, weight, padding);
+  if (out.numel() == 0) return out;
+  out = conv1_cuda_conv(input, weight, bias, allow_tf32, padding, out);
+  // relu as a second pass over the output, in place (at::relu_'s rule: NaN stays NaN).
+  // Fusing it into the kernels' epilogues (common/epilogue.cuh) is the next step of issue 46.
+  if (relu) out.relu_();
+  return out;
+}
+
+std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
+                              const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                              bool /*relu*/) {
+  check_conv1_args(input, weight, bias, padding);
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return "none";  // an empty output launches nothing
+  if (!cuda::kernels_cover(weight.size(0), padding)) return "aten";
   return cuda::kernel_name(cuda::choose_kernel(make_problem(input, weight, bias, allow_tf32, out),
                                                current_device()));
 }

@@ -10,8 +10,9 @@ namespace alexconv {
 namespace {
 
 at::Tensor conv1_unsupported(const at::Tensor& input, const at::Tensor& weight,
-                             const std::optional<at::Tensor>& bias, bool /*allow_tf32*/) {
-  check_conv1_args(input, weight, bias);
+                             const std::optional<at::Tensor>& bias, bool /*allow_tf32*/,
+                             int64_t padding, bool /*relu*/) {
+  check_conv1_args(input, weight, bias, padding);
   // Unreachable while the checks reject every layout registered below; a safety net
   // for a key added here without a matching check.
   TORCH_CHECK(false, "alexconv::conv1: this tensor layout is not supported, got input ",

@@ -11,26 +11,39 @@ def conv1(
     bias: torch.Tensor | None = None,
     *,
     allow_tf32: bool = False,
+    padding: int = 2,
+    relu: bool = False,
 ) -> torch.Tensor:
-    """``F.conv2d(input, weight, bias, stride=4, padding=2)`` through alexconv's kernels.
+    """``F.conv2d(input, weight, bias, stride=4, padding=padding)`` through alexconv's kernels,
+    followed by ``F.relu`` where ``relu`` is set.
 
     Args:
-        input: [N, 3, H, W] with H, W >= 7; float32, float16 or bfloat16; any strides
-            (contiguous NCHW is the fast layout on CUDA; channels_last takes 1.1-1.5x
+        input: [N, 3, H, W] with H, W >= 11 - 2 * padding; float32, float16 or bfloat16; any
+            strides (contiguous NCHW is the fast layout on CUDA; channels_last takes 1.1-1.5x
             its time, README "Speed").
-        weight: [96, 3, 11, 11], same dtype and device as ``input``.
-        bias: [96] or None.
+        weight: [C_out, 3, 11, 11] with 1 <= C_out <= 256, same dtype and device as ``input``.
+        bias: [C_out] or None.
         allow_tf32: keyword-only, as in the op's schema. On CUDA with float32, permit
             products rounded to TF32's 10-bit mantissa (relative norm error up to 1e-3
             instead of float32 accuracy): TF32 tensor cores, or on Hopper fp16 ones with
             range guards. No effect elsewhere.
+        padding: keyword-only, 0 to 5 (zeros on every side). 2 is AlexNet as torchvision and
+            KernelBench have it, 0 the original 227x227 AlexNet.
+        relu: keyword-only: apply ``F.relu`` to the output inside the op (NaN stays NaN, -0.0
+            stays -0.0); its gradient masks by the output, as relu's does. On CUDA the relu is
+            for now a second pass over the output.
+
+    Alexconv's own CUDA kernels run 96 output channels with padding 2; other channel counts
+    and paddings take ATen's convolution on CUDA (under the same numerical contract).
 
     Returns:
-        [N, 96, (H - 7) // 4 + 1, (W - 7) // 4 + 1] in ``input``'s dtype, in the memory
-        format ``F.conv2d`` would return. Differentiable: the backward is ATen's
-        convolution backward. Under ``torch.autocast`` it runs in the autocast dtype.
+        [N, C_out, (H + 2 * padding - 11) // 4 + 1, (W + 2 * padding - 11) // 4 + 1] in
+        ``input``'s dtype, in the memory format ``F.conv2d`` would return. Differentiable: the
+        backward is ATen's convolution backward. Under ``torch.autocast`` it runs in the
+        autocast dtype.
     """
-    return torch.ops.alexconv.conv1(input, weight, bias, allow_tf32=allow_tf32)
+    return torch.ops.alexconv.conv1(input, weight, bias, allow_tf32=allow_tf32, padding=padding,
+                                    relu=relu)
 
 
 def conv1_kernel(
@@ -39,11 +52,15 @@ def conv1_kernel(
     bias: torch.Tensor | None = None,
     *,
     allow_tf32: bool = False,
+    padding: int = 2,
+    relu: bool = False,
 ) -> str:
     """Which kernel :func:`conv1` runs for these arguments on their device: ``"cpu"``; on CUDA
     ``"wgmma"`` or ``"s2d"`` (Hopper), ``"mma_sync"`` (other tensor-core GPUs), ``"aten"``
-    (ATen's cuDNN convolution, where none of alexconv's kernels can run the call) or
-    ``"direct"``; ``"none"`` for an empty output. ``ALEXCONV_CUDA_KERNEL`` and
-    ``ALEXCONV_EMULATE_DEVICE`` apply, as for the call itself (docs/architecture.md).
+    (ATen's cuDNN convolution, where none of alexconv's kernels can run the call: among
+    others every call with other than 96 output channels or padding 2) or ``"direct"``;
+    ``"none"`` for an empty output. ``ALEXCONV_CUDA_KERNEL`` and ``ALEXCONV_EMULATE_DEVICE``
+    apply, as for the call itself (docs/architecture.md).
     """
-    return torch.ops.alexconv.conv1_kernel(input, weight, bias, allow_tf32=allow_tf32)
+    return torch.ops.alexconv.conv1_kernel(input, weight, bias, allow_tf32=allow_tf32,
+                                           padding=padding, relu=relu)

@@ -15,12 +15,13 @@ int main() {
   const at::Tensor y = alexconv::conv1(x, w, b);
 #else
   // No symbol of libalexconv.so referenced: the operator is there only if the
-  // library was kept on the link line and registered itself when loaded.
+  // library was kept on the link line and registered itself when loaded. A typed call
+  // names every argument of the schema (allow_tf32, padding, relu), defaults included.
   const auto op = c10::Dispatcher::singleton()
                       .findSchemaOrThrow("alexconv::conv1", "")
                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                        const std::optional<at::Tensor>&, bool)>();
-  const at::Tensor y = op.call(x, w, b, false);
+                                        const std::optional<at::Tensor>&, bool, int64_t, bool)>();
+  const at::Tensor y = op.call(x, w, b, false, 2, false);
 #endif
   const at::Tensor ref = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 4, 2);
   const double err = (y.to(at::kDouble) - ref).abs().max().item<double>();

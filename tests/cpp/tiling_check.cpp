@@ -223,7 +223,7 @@ int main() {
   if (!dividers_ok() || !s2d_limits_ok() || !gather_limits_ok()) return 1;
   long n, h, w, sms;
   while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
-    const long oh = conv1_out_size<long>(h), ow = conv1_out_size<long>(w);
+    const long oh = conv1_out_size<long>(h, kPad), ow = conv1_out_size<long>(w, kPad);
     TilePlan plan = make_tile_plan(n, oh, ow, sms);
     if (plan.tile_pixels < 1 || plan.tile_pixels > kTilePixels || plan.pitch % 32 != 0 ||
         plan.pitch < window_extent((ow + plan.strips - 1) / plan.strips)) {

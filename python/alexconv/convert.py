@@ -1,0 +1,151 @@
+"""``alexconv.convert``: swaps the op into whole models (torchvision's AlexNet, the original
+96-channel one, anything holding such a layer)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+
+import torch
+import torch.nn as nn
+
+from .modules import _DTYPES, AlexConv2d, unsupported_reason
+
+logger = logging.getLogger("alexconv")
+
+
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    name: str  # the nn.Conv2d's qualified name (state_dict prefix), now an AlexConv2d
+    conv: str  # what it was (its repr)
+    relu: str | None  # the nn.ReLU fused into it, now nn.Identity, or None
+
+    def __str__(self) -> str:
+        fused = f" + {self.relu} (ReLU fused; nn.Identity there now)" if self.relu else ""
+        return f"{self.name}: {self.conv}{fused}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: kept as nn.Conv2d ({self.reason})"
+
+
+@dataclasses.dataclass
+class ConversionReport:
+    replaced: list[Replacement] = dataclasses.field(default_factory=list)
+    skipped: list[Skipped] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"alexconv.convert: replaced {len(self.replaced)} nn.Conv2d, "
+                 f"fused {sum(r.relu is not None for r in self.replaced)} ReLU, "
+                 f"kept {len(self.skipped)} nn.Conv2d"]
+        lines += [f"  {item}" for item in [*self.replaced, *self.skipped]]
+        return "\n".join(lines)
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return any(getattr(module, name, None) for name in hooks)
+
+
+def _why_not(conv: nn.Module) -> str | None:
+    """Why this nn.Conv2d stays (None: it can be replaced)."""
+    if nn.utils.parametrize.is_parametrized(conv):  # (its class is a generated subclass)
+        return "its parameters are parametrized (weight_norm, ...): a replacement would not run that"
+    if type(conv) is not nn.Conv2d:
+        return f"{type(conv).__name__} is a subclass of nn.Conv2d: its forward may differ"
+    if _has_hooks(conv):
+        return "it has hooks, which a replacement would not run"
+    reason = unsupported_reason(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
+                                conv.padding, conv.dilation, conv.groups, conv.padding_mode)
+    if reason is not None:
+        return reason
+    weight = conv.weight
+    if weight.dtype not in _DTYPES:
+        return f"dtype must be float32, float16 or bfloat16, got {weight.dtype}"
+    if weight.device.type == "cuda" and not torch._C._dispatch_has_kernel_for_dispatch_key(
+            "alexconv::conv1", "CUDA"):
+        return "it is on CUDA and this alexconv build has no CUDA kernel"
+    if weight.device.type not in ("cpu", "cuda", "meta"):
+        return f"device must be cpu or cuda, got {weight.device}"
+    return None
+
+
+class _Converter:
+    def __init__(self, allow_tf32: bool):
+        self.allow_tf32 = allow_tf32
+        self.report = ConversionReport()
+        # A conv shared by several parents gets one replacement per relu setting, all holding
+        # its parameters.
+        self.made: dict[tuple[int, bool], AlexConv2d] = {}
+
+    def replacement(self, conv: nn.Conv2d, relu: bool) -> AlexConv2d:
+        key = (id(conv), relu)
+        if key not in self.made:
+            self.made[key] = AlexConv2d.from_conv2d(conv, relu=relu, allow_tf32=self.allow_tf32)
+        return self.made[key]
+
+    def walk(self, module: nn.Module, prefix: str) -> None:
+        children = list(module._modules.items())
+        # Fusion only where the order of children is the order of calls: nn.Sequential itself.
+        sequential = type(module) is nn.Sequential
+        for i, (name, child) in enumerate(children):
+            qualified = f"{prefix}{name}"
+            if child is None:
+                continue
+            if isinstance(child, torch.jit.ScriptModule):
+                self.report.skipped.append(Skipped(qualified, "inside a TorchScript module"))
+                continue
+            if not isinstance(child, nn.Conv2d):
+                self.walk(child, qualified + ".")
+                continue
+            reason = _why_not(child)
+            if reason is not None:
+                self.report.skipped.append(Skipped(qualified, reason))
+                continue
+            after = children[i + 1] if sequential and i + 1 < len(children) else None
+            fuse = after is not None and type(after[1]) is nn.ReLU and not _has_hooks(after[1])
+            module._modules[name] = self.replacement(child, fuse)
+            if fuse:
+                module._modules[after[0]] = nn.Identity()
+            self.report.replaced.append(Replacement(qualified, repr(child),
+                                                    f"{prefix}{after[0]}" if fuse else None))
+
+
+def convert(model: nn.Module, *, allow_tf32: bool = False,
+            inplace: bool = False) -> tuple[nn.Module, ConversionReport]:
+    """Replaces every ``nn.Conv2d`` of ``model`` that alexconv's op runs (3 input channels,
+    kernel 11, stride 4, 1-256 output channels, padding 0-5 equal on both axes, dilation 1,
+    groups 1, zeros padding, float32/float16/bfloat16) by an :class:`AlexConv2d` holding the
+    same parameter objects, so that ``state_dict`` keys and values are unchanged and pretrained
+    weights load before or after. An ``nn.ReLU`` directly after such a conv in an
+    ``nn.Sequential`` is fused into it and replaced by ``nn.Identity`` (indices and keys stay).
+
+    Returns ``(model, report)``: the converted model (a deep copy unless ``inplace``) and a
+    :class:`ConversionReport` of what was replaced and which ``nn.Conv2d`` were kept and why,
+    also logged to the ``alexconv`` logger at INFO level.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"alexconv.convert: model must be an nn.Module, got {type(model).__name__}")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError("alexconv.convert: model is a TorchScript module; convert the eager "
+                        "model, then script it")
+    if not inplace:
+        model = copy.deepcopy(model)
+    converter = _Converter(allow_tf32)
+    if isinstance(model, nn.Conv2d):  # the model is the layer itself: no parent to set
+        reason = _why_not(model)
+        if reason is None:
+            converter.report.replaced.append(Replacement("", repr(model), None))
+            model = converter.replacement(model, False)
+        else:
+            converter.report.skipped.append(Skipped("", reason))
+    else:
+        converter.walk(model, "")
+    logger.info("%s", converter.report)
+    return model, converter.report
