@@ -141,3 +141,36 @@ def test_aoti_demo_reports_unloadable_package(tmp_path):
     export_model.export(str(torchscript))
     res = _run(torchscript)
     assert res.returncode == 1 and "could not load" in res.stderr, res.stdout + res.stderr
+
+
+_ALEXNETS = REPO / "tests" / "alexnets.py"
+
+
+def test_converted_alexnet_package(tmp_path):
+    """A whole model after alexconv.convert goes the same route: torchvision's AlexNet layout
+    (small classifier) exported with a dynamic batch, packaged, loaded from Python in a child
+    process, and equal to the unconverted model on the same weights."""
+    spec = importlib.util.spec_from_file_location("alexnets", _ALEXNETS)
+    alexnets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(alexnets)
+    torch.manual_seed(secrets.randbits(31))
+    model = alexnets.TorchvisionAlexNet(num_classes=10, hidden=32).eval()
+    converted, report = alexconv.convert(model)
+    assert isinstance(converted.features[0], alexconv.AlexConv2d), report
+    example = torch.rand(2, 3, 96, 96)
+    batch = torch.export.Dim("batch", min=1)
+    with torch.no_grad():
+        program = torch.export.export(converted, (example,), dynamic_shapes={"x": {0: batch}})
+    targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert "alexconv.conv1.default" in targets, targets
+    path = torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "alexnet.pt2"))
+    x = torch.rand(3, 3, 96, 96)
+    torch.save(x, tmp_path / "x.pt")
+    res = subprocess.run([sys.executable, "-c", _PYTHON_LOAD, path, str(tmp_path / "x.pt"),
+                          str(tmp_path / "out.pt"), "cpu"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"aoti_load_package and run exited with {res.returncode}:\n{res.stderr}"
+    out = torch.load(tmp_path / "out.pt", weights_only=True)
+    with torch.no_grad():
+        expected = model.double()(x.double())
+    assert out.shape == (3, 10)
+    torch.testing.assert_close(out.double(), expected, atol=1e-4, rtol=1e-4)
