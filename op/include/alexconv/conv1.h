@@ -8,7 +8,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <optional>
+#include <c10/util/Optional.h>
 
 namespace alexconv {
 
@@ -16,8 +16,9 @@ namespace alexconv {
 // (relative norm error up to 1e-3 instead of float32 accuracy): TF32 tensor cores,
 // or on Hopper fp16 ones with range guards. It changes nothing on CPU or for
 // half-precision inputs.
+// (c10::optional: std::optional itself from torch 2.4 on; torch 1.13's own type before.)
 at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias = std::nullopt,
+                 const c10::optional<at::Tensor>& bias = c10::nullopt,
                  bool allow_tf32 = false);
 
 // The operator's schema, as registered with TORCH_LIBRARY. Saved TorchScript
