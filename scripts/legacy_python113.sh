@@ -74,7 +74,9 @@ export CUDNN_ROOT_DIR=$cudnn
 export ALEXCONV_CUDA=OFF TORCH_CUDA_ARCH_LIST=8.0
 cd /alexconv
 pip install --quiet --no-build-isolation ".[test]"
-python -c "import alexconv, torch, sys; print('alexconv', alexconv.__version__, '| torch', torch.__version__, '| Python', sys.version.split()[0])"
+# What this torch lacks (alexconv._compat), which the suite skips by name (pytest -q hides its header).
+python -c "import alexconv, torch, sys; from alexconv import _compat; print('alexconv', alexconv.__version__, \
+'| torch', torch.__version__, '| Python', sys.version.split()[0], '| lacks:', ', '.join(_compat.missing()) or 'nothing')"
 python -m pytest -q -ra "$@"
 EOF
 echo "== torch 1.13.1 suite passed in ${SECONDS} s"

@@ -86,7 +86,7 @@ _WHAT = {
     "compile": "torch.compile",
     "export": "torch.export (export, Dim)",
     "opcheck": "torch.library.opcheck",
-    "jagged_layout": "the torch.jagged layout",
+    "jagged_layout": "torch.jagged (nested tensor layout)",
     "fill_uninitialized_memory": "torch.utils.deterministic.fill_uninitialized_memory",
     "cpu_capability": "torch.backends.cpu.get_cpu_capability",
     "cpu_autocast_float16": "float16 autocast on CPU",
