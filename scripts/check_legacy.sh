@@ -2,17 +2,20 @@
 # Checks against the oldest stack we support (issue 45: PyTorch 1.13 with CUDA 11.8).
 #
 #   bash scripts/check_legacy.sh [cuda118] [libtorch113] [python113]     (default: cuda118 libtorch113)
+#   bash scripts/legacy_python113.sh [pytest arguments]                  (python113 alone)
 #
 # cuda118: every CUDA kernel compiled with nvcc 11.8 for sm_80, sm_86, sm_89 and sm_90 (CUDA 11.8
 #   has no sm_90a: its Hopper build runs the portable mma.sync kernels; CMakeLists.txt drops 9.0a
-#   for nvcc < 12 the same way), then each kernel's registers and spills.
+#   for nvcc < 12 the same way), then each kernel's registers and spills as CUDA 11.8's own ptxas
+#   reports them (112 s on 2 cores).
 # libtorch113: the library, alexconv_demo and alexconv_script_model built against libtorch 1.13.1
 #   (PyPI's cp310 wheel: headers, CMake package and libraries; pre-C++11 ABI) and run on CPU: a
 #   TorchScript ModelNew saved by libtorch 1.13 runs through the dispatcher against at::conv2d in
-#   float64 (float32 and bfloat16). About 2 minutes on 2 cores once the wheels are cached.
+#   float64 (float32 and bfloat16). 64 s on 2 cores, plus 25 s to download and unpack the wheels
+#   the first time (1.4 GB, cached).
 # python113: the Python package built and its test suite run on torch 1.13.1 with Python 3.9, in a
-#   Debian bullseye chroot (scripts/legacy_python113.sh). Needs root; about 20 minutes on 2 cores
-#   (5 of them creating the chroot): too slow for CI, run it by hand.
+#   Debian bullseye chroot (scripts/legacy_python113.sh). Needs root; 6 minutes on 2 cores when it
+#   creates the chroot too (debootstrap and CUDA 11.2 for torch's CMake: 3 of them), 2-3 after.
 #
 # Tools: nvcc 11.8 is Debian's nvidia-cuda-toolkit (bookworm contrib/non-free; it needs g++-11).
 # torch 1.13's CMake package insists on a CUDA toolkit and cuDNN even for a CPU-only build
@@ -25,7 +28,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
 NVCC118=${NVCC118:-/usr/lib/nvidia-cuda-toolkit/bin/nvcc}
 CACHE=${ALEXCONV_LEGACY_CACHE:-$HOME/.cache/alexconv-legacy}
-steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(cuda118 libtorch113)
+steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(cuda118 libtorch113)  # python113 needs root: ask for it
 
 fail() { echo "check_legacy: $*" >&2; exit 1; }
 

@@ -4,7 +4,7 @@
 # machine's Python is too new for torch 1.13, whose wheels stop at 3.10). Needs root.
 #
 # The chroot ($ALEXCONV_LEGACY_ROOT, default /opt/alexconv-legacy/bullseye) is created with
-# debootstrap when ALEXCONV_INSTALL_LEGACY=1 (about 5 minutes), with bullseye's
+# debootstrap when ALEXCONV_INSTALL_LEGACY=1 (1.5 minutes here), with bullseye's
 # nvidia-cuda-toolkit (CUDA 11.2, 2 minutes): torch 1.13's CMake package wants a CUDA toolkit
 # and cuDNN even for a CPU-only build, and the venv's nvidia-cudnn-cu11 (a torch dependency)
 # gives the cuDNN. The repository is bind-mounted at /alexconv; nothing is installed on the host.
