@@ -133,19 +133,20 @@ cuda118() {
   mkdir -p "$out"
   echo "== CUDA 11.8 compile check: $("$NVCC118" --version | tail -n 1); sm_80, sm_86, sm_89, sm_90"
   SECONDS=0
-  local gencode=() pids=() a src name entry failed=0
+  local gencode=() pids=() logs=() a src name entry failed=0
   for a in 80 86 89 90; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
   for src in op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu; do
     name=$(basename "$src" .cu)
     "$NVCC118" -std=c++17 -O3 -ccbin g++-11 "${gencode[@]}" -Xptxas=-v -c "$src" -o "$out/$name.o" \
       > "$out/$name.log" 2>&1 &
     pids+=("$!:$name")
+    logs+=("$out/$name.log")
   done
   for entry in "${pids[@]}"; do
     wait "${entry%%:*}" || { echo "FAIL ${entry#*:}:"; tail -n 30 "$out/${entry#*:}.log"; failed=1; }
   done
   [[ $failed == 0 ]] || exit 1
-  cat "$out"/*.log > "$out/ptxas.log"
+  cat "${logs[@]}" > "$out/ptxas.log"  # not *.log: a rerun would read ptxas.log into itself
   # Registers and spills per target; CUDA 11.8's ptxas may spill where 13.0's does not, so the
   # report is printed, and only CUDA 13's check (check_cuda_compiles.sh) enforces the list.
   "$PYTHON" scripts/check_kernel_resources.py "$out/ptxas.log" || true
