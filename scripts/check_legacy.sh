@@ -48,12 +48,14 @@ EOF
 # toolkit's (CUDA 13's in /usr/local/bin here) would assemble the 11.8 PTX instead.
 use_cuda118() {
   if [[ ! -x $NVCC118 ]] && [[ "${ALEXCONV_INSTALL_LEGACY:-}" == "1" ]]; then install_cuda118; fi
-  if [[ ! -x $NVCC118 ]] || ! "$NVCC118" --version | grep -q "release 11.8"; then
+  # Versions read whole, then matched: `tool --version | grep -q` fails under pipefail when grep
+  # exits before the tool has written everything (SIGPIPE).
+  if [[ ! -x $NVCC118 ]] || [[ "$("$NVCC118" --version)" != *"release 11.8"* ]]; then
     fail "nvcc 11.8 not found at $NVCC118: install Debian's nvidia-cuda-toolkit (ALEXCONV_INSTALL_LEGACY=1)"
   fi
   command -v g++-11 >/dev/null || fail "g++-11 not found (nvcc 11.8's newest host compiler)"
   export PATH="$(dirname "$NVCC118"):/usr/bin:$PATH"
-  ptxas --version | grep -q "release 11.8" || fail "ptxas on PATH is not CUDA 11.8's: $(command -v ptxas)"
+  [[ "$(ptxas --version)" == *"release 11.8"* ]] || fail "ptxas on PATH is not CUDA 11.8's: $(command -v ptxas)"
 }
 
 # fetch_wheel REQUIREMENT SHA256: PyPI's manylinux wheel (any Python: only its files are used)
