@@ -114,7 +114,7 @@ libtorch113() {
   grep -q "alexconv: CPU-only build against a CUDA torch" "$out.configure.log" \
     || fail "the configure did not take the CPU-only link ($out.configure.log)"
   cmake --build "$out" -j 2
-  if ldd "$out/libalexconv.so" | grep -q "libtorch_cuda"; then fail "libalexconv.so links libtorch_cuda"; fi
+  [[ "$(ldd "$out/libalexconv.so")" != *libtorch_cuda* ]] || fail "libalexconv.so links libtorch_cuda"
   local dtype model
   for dtype in float32 bfloat16; do
     model=$out/model_$dtype.pt
