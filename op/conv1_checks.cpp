@@ -2,26 +2,23 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
-#include <c10/core/SymBool.h>
 
 #include <array>
 #include <string>
 
+#include "compat.h"
 #include "conv1_geometry.h"
 
 namespace alexconv {
 namespace {
 
 // Sizes may be symbolic under torch.compile; evaluating a check guards on it.
-bool holds(const c10::SymBool& condition) {
-  return condition.guard_bool(__FILE__, __LINE__);
+template <typename Condition>
+bool holds(const Condition& condition) {
+  return compat::guard(condition, __FILE__, __LINE__);
 }
 
-// Python's names (float32, not Float), as users write them. A copy: torch 2.11 (the
-// GPU machines') returns the names as std::string by value, so a view would dangle.
-std::string dtype_name(at::ScalarType t) {
-  return std::string(c10::getDtypeNames(t).first);
-}
+using compat::dtype_name;
 
 bool is_supported_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
@@ -41,7 +38,7 @@ void check_plain_tensor(const at::Tensor& t, const char* name) {
 }  // namespace
 
 void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, int64_t padding) {
+                      const c10::optional<at::Tensor>& bias, int64_t padding) {
   TORCH_CHECK(input.defined(), "alexconv::conv1: input must be a defined tensor, got an undefined one");
   TORCH_CHECK(weight.defined(), "alexconv::conv1: weight must be a defined tensor, got an undefined one");
   TORCH_CHECK(padding >= 0 && padding <= kMaxPad, "alexconv::conv1: padding must be in [0, ", kMaxPad,

@@ -2,14 +2,14 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <optional>
+#include <c10/util/Optional.h>
 
 namespace alexconv {
 
 // Raises a RuntimeError that names the offending argument, what was expected and
 // what was given. Works on symbolic shapes, so the Meta kernel uses it too.
 void check_conv1_args(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, int64_t padding);
+                      const c10::optional<at::Tensor>& bias, int64_t padding);
 
 // The memory format F.conv2d would pick for its output (channels_last if the
 // input or the weight suggests it), so that the op is a drop-in for layouts too.

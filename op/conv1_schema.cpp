@@ -9,7 +9,7 @@
 namespace alexconv {
 
 at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                 const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                  bool relu) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("alexconv::conv1", "")

@@ -7,12 +7,14 @@ import math
 import os
 import secrets
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch._prims_common import suggest_memory_format
 
 import alexconv
+from alexconv import _compat
 
 HAS_CUDA = torch.cuda.is_available()
 # The GPU check (scripts/device_check.sh) sets this: there, a CUDA runtime that cannot see
@@ -20,6 +22,26 @@ HAS_CUDA = torch.cuda.is_available()
 if os.environ.get("ALEXCONV_REQUIRE_CUDA") == "1" and not HAS_CUDA:
     raise pytest.UsageError("ALEXCONV_REQUIRE_CUDA=1 but torch.cuda.is_available() is False")
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+
+
+def requires(capability):
+    """Skips a test where torch lacks `capability` (alexconv._compat decides, and the reason names it)."""
+    return pytest.mark.skipif(not _compat.has(capability), reason=_compat.missing_reason(capability))
+
+
+def skip_unless(capability):
+    """Inside a test: skips it, naming the capability, where torch lacks it."""
+    if not _compat.has(capability):
+        pytest.skip(_compat.missing_reason(capability))
+
+
+def pytest_report_header(config):
+    lacking = [_compat.missing_reason(c) for c in _compat.missing()]
+    lines = [f"alexconv: torch {torch.__version__}; " + ("; ".join(lacking) if lacking else "every capability")]
+    if not _compat.has("fill_uninitialized_memory"):
+        lines.append("alexconv: outputs are not NaN-poisoned here: an element a kernel leaves unwritten "
+                     "shows only where it differs from the reference")
+    return lines
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 
@@ -65,6 +87,8 @@ def make_input(n, h, w, dtype=torch.float32, device="cpu", layout="contiguous",
 
 def reference(x, w, b, padding=2, relu=False):
     """F.conv2d (then F.relu) in float64 on copies of the inputs: the ground truth."""
+    if x.shape[0] == 0 and not _compat.has("empty_batch_conv2d"):
+        w = w.contiguous()  # the same (empty) result, by a path torch 1.13 has
     out = F.conv2d(x.double(), w.double(), None if b is None else b.double(), stride=4, padding=padding)
     return F.relu(out) if relu else out
 
@@ -132,7 +156,7 @@ def assert_matches_reference(out, x, w, b, allow_tf32=False, padding=2, relu=Fal
     over = err > bound
     if over.any():
         i = int((err - bound).argmax())
-        idx = tuple(int(k) for k in torch.unravel_index(torch.tensor(i), err.shape))
+        idx = tuple(int(k) for k in np.unravel_index(i, tuple(err.shape)))
         raise AssertionError(
             f"{int(over.sum())} elements past the per-element bound; worst at {idx}: "
             f"out {out[idx].item():.6g}, reference {ref[idx].item():.6g}, bound {bound[idx].item():.3g}")
@@ -142,7 +166,11 @@ def assert_matches_reference(out, x, w, b, allow_tf32=False, padding=2, relu=Fal
 @contextlib.contextmanager
 def poisoned_outputs():
     """Every new allocation (the op's output included) starts as NaN, so an
-    element the kernel forgets to write shows up as NaN."""
+    element the kernel forgets to write shows up as NaN. A torch without
+    fill_uninitialized_memory (1.13) cannot: the report header says so."""
+    if not _compat.has("fill_uninitialized_memory"):
+        yield
+        return
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_fill = torch.utils.deterministic.fill_uninitialized_memory
     torch.use_deterministic_algorithms(True)

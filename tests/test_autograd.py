@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import alexconv
 from conftest import (assert_matches_reference, conv1, device_params, make_input, make_weight,
-                      rel_norm_error)
+                      rel_norm_error, requires)
 
 # TorchScript is deprecated in recent torch but saved scripted models must keep working.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
@@ -108,6 +108,7 @@ def test_scripted_model_backward():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
 
 
+@requires("compile")
 @pytest.mark.parametrize("device", device_params())
 def test_compiled_training_matches_eager(device):
     torch._dynamo.reset()
@@ -119,6 +120,7 @@ def test_compiled_training_matches_eager(device):
     assert torch.allclose(gx_compiled, gx_eager, atol=1e-5, rtol=1e-4)
 
 
+@requires("opcheck")
 @pytest.mark.parametrize("device", device_params())
 def test_opcheck_with_gradients(device, generator):
     x = make_input(2, 31, 23, device=device, generator=generator).requires_grad_()

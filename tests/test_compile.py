@@ -5,13 +5,14 @@ import pytest
 import torch
 
 import alexconv
-from conftest import assert_matches_reference, device_params, make_input
+from conftest import assert_matches_reference, device_params, make_input, requires
 
 
 def check(out, x, model):
     assert_matches_reference(out, x, model.conv1.weight, model.conv1.bias)
 
 
+@requires("compile")
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_compile_fullgraph(device, dynamic):
@@ -28,6 +29,7 @@ def test_compile_fullgraph(device, dynamic):
             assert out.is_contiguous(memory_format=fmt)
 
 
+@requires("export")
 def test_export_contains_the_custom_op():
     model = alexconv.ModelNew().eval()
     x = torch.randn(2, 3, 64, 64)

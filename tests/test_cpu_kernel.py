@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from conftest import assert_matches_reference, conv1, make_input, make_weight
+from conftest import assert_matches_reference, conv1, make_input, make_weight, requires
 
 # Bands are up to 8 output rows by 64 columns (fewer rows when the batch would give each
 # thread fewer than four bands) and micro-tiles are 6 output pixels. With one thread these
@@ -62,6 +62,7 @@ def run_with_capability(capability, *args, timeout=900):
                           timeout=timeout, cwd=os.path.dirname(__file__))
 
 
+@requires("cpu_capability")
 def test_baseline_kernel(tmp_path, generator):
     """With ATEN_CPU_CAPABILITY=default the baseline kernel runs, meets the contract on the
     band shapes above, and (where ATen picks AVX2 by default) gives other bits than it."""

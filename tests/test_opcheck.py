@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from conftest import device_params, make_input, make_weight
+from conftest import device_params, make_input, make_weight, requires
 
 OP = torch.ops.alexconv.conv1.default
 
@@ -36,6 +36,7 @@ def test_python_wrapper_takes_allow_tf32_by_keyword_only():
     assert torch.equal(alexconv.conv1(x, w, b, allow_tf32=True), alexconv.conv1(x, w, b))
 
 
+@requires("opcheck")
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])

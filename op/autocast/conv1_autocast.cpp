@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
 
+#include "../compat.h"
+
 #include "alexconv/conv1.h"
 
 namespace alexconv {
@@ -11,12 +13,12 @@ namespace {
 
 template <c10::DeviceType kDevice, c10::DispatchKey kAutocastKey>
 at::Tensor conv1_autocast(const at::Tensor& input, const at::Tensor& weight,
-                          const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                          const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                           bool relu) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(kAutocastKey);
   // cached_cast leaves alone what autocast would (float64, other devices, non-floats):
   // the op's checks then name it.
-  const auto dtype = at::autocast::get_autocast_dtype(kDevice);
+  const auto dtype = compat::autocast_dtype(kDevice);
   return conv1(at::autocast::cached_cast(dtype, input, kDevice),
                at::autocast::cached_cast(dtype, weight, kDevice),
                at::autocast::cached_cast(dtype, bias, kDevice), allow_tf32, padding, relu);

@@ -20,7 +20,7 @@ using torch::autograd::variable_list;
 class Conv1Function : public torch::autograd::Function<Conv1Function> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
-                            const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                             bool allow_tf32, int64_t padding, bool relu) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::Tensor out = conv1(input, weight, bias, allow_tf32, padding, relu);
@@ -44,7 +44,7 @@ class Conv1Function : public torch::autograd::Function<Conv1Function> {
     const std::vector<int64_t> bias_sizes = {saved[1].size(0)};
     auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
         grad_out, saved[0], saved[1],
-        has_bias ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt,
+        has_bias ? at::OptionalIntArrayRef(bias_sizes) : at::OptionalIntArrayRef(),
         /*stride=*/{kStride, kStride}, /*padding=*/{pad, pad}, /*dilation=*/{1, 1},
         /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1, wanted);
     return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
@@ -52,7 +52,7 @@ class Conv1Function : public torch::autograd::Function<Conv1Function> {
 };
 
 at::Tensor conv1_autograd(const at::Tensor& input, const at::Tensor& weight,
-                          const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                          const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                           bool relu) {
   // Inference (no_grad, or nothing requiring grad) skips the graph node and its saved
   // tensors: batch-1 latency is where they would show.

@@ -4,7 +4,6 @@
 // dtype; int64 indexing throughout.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
-#include <ATen/Version.h>
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
@@ -14,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../compat.h"
 #include "../conv1_checks.h"
 #include "../conv1_geometry.h"
 #include "conv1_cpu_kernel.h"
@@ -29,7 +29,7 @@ constexpr int64_t kMaxBandCols = 64;
 // Follows ATen's choice (ATEN_CPU_CAPABILITY overrides it, as for ATen's own kernels).
 cpu::Kernel select_kernel() {
 #if defined(ALEXCONV_CPU_HAS_AVX2)
-  const std::string capability = at::get_cpu_capability();
+  const std::string capability = compat::cpu_capability();
   if ((capability == "AVX2" || capability == "AVX512") && __builtin_cpu_supports("avx2") &&
       __builtin_cpu_supports("fma")) {
     return cpu::avx2_kernel();
@@ -68,7 +68,7 @@ std::vector<float> pack_weights(const at::Tensor& weight, int64_t channel_block)
 }
 
 template <typename scalar_t>
-std::vector<float> bias_as_float(const std::optional<at::Tensor>& bias, int64_t channels,
+std::vector<float> bias_as_float(const c10::optional<at::Tensor>& bias, int64_t channels,
                                  int64_t channel_block) {
   std::vector<float> out(padded_channels(channels, channel_block), 0.f);
   if (bias.has_value() && bias->defined()) {
@@ -148,7 +148,7 @@ void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, bool relu, co
 
 template <typename scalar_t>
 void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
-                    const std::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
+                    const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
   const int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
   const int64_t channels = out.size(1), out_h = out.size(2), out_w = out.size(3);
   const std::vector<float> weights = pack_weights<scalar_t>(weight, kernel.channel_block);
@@ -159,8 +159,8 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
   const int64_t row_bands = (out_h + max_rows - 1) / max_rows;
   const int64_t max_cols = std::min(out_w, kMaxBandCols);
 
-  const scalar_t* in_ptr = input.const_data_ptr<scalar_t>();
-  scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
+  const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
+  scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
   const Strides4 is(input), os(out);
   constexpr bool kFloatOut = std::is_same_v<scalar_t, float>;
 
@@ -192,7 +192,7 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
-                     const std::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
+                     const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
                      bool relu) {
   check_conv1_args(input, weight, bias, padding);
   at::Tensor out = conv1_empty_output(input, weight, padding);
@@ -211,7 +211,7 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
 TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
   m.impl("conv1", &alexconv::conv1_cpu);
   m.impl("conv1_kernel", [](const at::Tensor& input, const at::Tensor& weight,
-                            const std::optional<at::Tensor>& bias, bool, int64_t padding,
+                            const c10::optional<at::Tensor>& bias, bool, int64_t padding,
                             bool) -> std::string {
     alexconv::check_conv1_args(input, weight, bias, padding);
     return "cpu";

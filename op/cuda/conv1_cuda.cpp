@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "../compat.h"
 #include "../conv1_checks.h"
 #include "../conv1_geometry.h"
 #include "dispatch.h"
@@ -30,7 +31,7 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
 // deterministic flags, else ATen's own kernels), but with TF32 by the op's own contract
 // rather than the global flag, and in the output memory format the op promises.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad,
+                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad,
                       const at::Tensor& out) {
   const int64_t stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
@@ -48,14 +49,14 @@ void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
 
 // The kernels' view of a call whose output is `out`.
 cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
-                           const std::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
+                           const c10::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
   cuda::Problem p;
-  p.input = input.const_data_ptr();
-  p.weight = weight.const_data_ptr();
+  p.input = compat::const_data_ptr(input);
+  p.weight = compat::const_data_ptr(weight);
   const bool has_bias = bias.has_value() && bias->defined();
-  p.bias = has_bias ? bias->const_data_ptr() : nullptr;
+  p.bias = has_bias ? compat::const_data_ptr(*bias) : nullptr;
   p.bias_stride = has_bias ? bias->stride(0) : 0;
-  p.output = out.mutable_data_ptr();
+  p.output = compat::mutable_data_ptr(out);
   p.dtype = to_kernel_dtype(input.scalar_type());
   p.allow_tf32 = allow_tf32;
   p.batch = input.size(0);
@@ -79,7 +80,7 @@ cuda::DeviceInfo current_device() {
 // The convolution without relu: our kernel where one is built for the call's geometry
 // (cuda::kernels_cover) and can run it, else ATen's.
 at::Tensor conv1_cuda_conv(const at::Tensor& input, const at::Tensor& weight,
-                           const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                           const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                            at::Tensor out) {
   if (!cuda::kernels_cover(weight.size(0), padding)) {
     return conv1_aten(input, weight, bias, allow_tf32, padding, out);
@@ -94,7 +95,7 @@ at::Tensor conv1_cuda_conv(const at::Tensor& input, const at::Tensor& weight,
 }
 
 at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                       bool relu) {
   check_conv1_args(input, weight, bias, padding);
   const c10::cuda::CUDAGuard guard(input.device());
@@ -108,7 +109,7 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
 }
 
 std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
-                              const std::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                              const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                               bool /*relu*/) {
   check_conv1_args(input, weight, bias, padding);
   const c10::cuda::CUDAGuard guard(input.device());

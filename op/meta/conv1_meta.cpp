@@ -8,7 +8,7 @@ namespace alexconv {
 namespace {
 
 at::Tensor conv1_meta(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
+                      const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
                       bool /*relu*/) {
   check_conv1_args(input, weight, bias, padding);
   return conv1_empty_output(input, weight, padding);

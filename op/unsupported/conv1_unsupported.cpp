@@ -10,7 +10,7 @@ namespace alexconv {
 namespace {
 
 at::Tensor conv1_unsupported(const at::Tensor& input, const at::Tensor& weight,
-                             const std::optional<at::Tensor>& bias, bool /*allow_tf32*/,
+                             const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/,
                              int64_t padding, bool /*relu*/) {
   check_conv1_args(input, weight, bias, padding);
   // Unreachable while the checks reject every layout registered below; a safety net

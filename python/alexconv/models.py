@@ -35,8 +35,8 @@ class ModelNew(nn.Module):
 
     Parameters live in an ``nn.Conv2d`` named ``conv1`` so that, under the same
     ``torch.manual_seed``, initialisation matches ``Model`` exactly and state_dicts
-    load both ways. Works with ``torch.jit.script``, ``torch.compile`` and ``torch.export``,
-    trains (gradients by ATen's convolution backward) and follows ``torch.autocast``.
+    load both ways. Works with ``torch.jit.script``, ``torch.compile`` and ``torch.export``
+    (the last two where torch has them: 2.x, see ``alexconv._compat``), trains (gradients by ATen's convolution backward) and follows ``torch.autocast``.
 
     What differs from :class:`Model`:
 

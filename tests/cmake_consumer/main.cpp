@@ -20,7 +20,7 @@ int main() {
   const auto op = c10::Dispatcher::singleton()
                       .findSchemaOrThrow("alexconv::conv1", "")
                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                        const std::optional<at::Tensor>&, bool, int64_t, bool)>();
+                                        const c10::optional<at::Tensor>&, bool, int64_t, bool)>();
   const at::Tensor y = op.call(x, w, b, false, 2, false);
 #endif
   const at::Tensor ref = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 4, 2);

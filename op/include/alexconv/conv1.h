@@ -10,7 +10,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <optional>
+#include <c10/util/Optional.h>
 
 namespace alexconv {
 
@@ -19,8 +19,9 @@ namespace alexconv {
 // or on Hopper fp16 ones with range guards. It changes nothing on CPU or for
 // half-precision inputs. relu applies max(x, 0) to the output as at::relu does (NaN stays
 // NaN, -0.0 stays -0.0) in the op's epilogue; its gradient masks by the output, as relu's.
+// (c10::optional: std::optional itself from torch 2.4 on; torch 1.13's own type before.)
 at::Tensor conv1(const at::Tensor& input, const at::Tensor& weight,
-                 const std::optional<at::Tensor>& bias = std::nullopt,
+                 const c10::optional<at::Tensor>& bias = c10::nullopt,
                  bool allow_tf32 = false, int64_t padding = 2, bool relu = false);
 
 // The operator's schema, as registered with TORCH_LIBRARY. Saved TorchScript models hold
