@@ -169,13 +169,15 @@ bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
       python3 scripts/export_model.py /tmp/default-compiler.pt2 --device cuda 2>&1 | tail -n 2 | tee "$OUT/aoti-default-compiler.log"
       export CXX=${AOTI_CXX:-/usr/bin/g++}
       bin=$(python3 -c "import alexconv, os; print(os.path.dirname(alexconv.library_path()) + '/bin')")
-      for variant in float32 bfloat16 float16 tf32; do
+      # A package runs on the device it was exported for: the demo takes no --device. The tests'
+      # CUDA packages (float32, bfloat16) run from C++ and Python; CPU ones are CI's.
+      for variant in float32 tf32; do
         args=(--dtype "$variant"); [[ $variant == tf32 ]] && args=(--allow-tf32)
         run_step "aoti-export-$variant" python3 scripts/export_model.py "/tmp/aoti-$variant.pt2" --device cuda "${args[@]}" &&
-          run_step "aoti-demo-$variant" "$bin/alexconv_aoti_demo" "/tmp/aoti-$variant.pt2" --device cuda --batch 256 --size 224 --iters 20
+          run_step "aoti-demo-$variant" "$bin/alexconv_aoti_demo" "/tmp/aoti-$variant.pt2" --batch 256 --size 224 --iters 20
       done
       run_step pytest-deploy python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 \
-        tests/test_aoti.py tests/test_toolchain.py tests/test_cpp_demo.py
+        tests/test_aoti.py tests/test_toolchain.py -k "cuda or toolchain"
       unset CXX ;;
     distributed)
       # DDP training over NCCL (2+ GPUs; gloo on CPU always), then data-parallel inference on 1
