@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
+
 namespace {
 
 struct Options {
@@ -42,30 +44,7 @@ constexpr const char* kUsage =
     "usage: alexconv_aoti_demo MODEL.pt2 [--batch N] [--size HW] [--iters K] [--atol A] [--rtol R] "
     "[--seed S]\n";
 
-[[noreturn]] void usage(const std::string& error) {
-  std::cerr << "error: " << error << "\n" << kUsage;
-  std::exit(2);
-}
-
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v >= min) return v;
-  } catch (const std::exception&) {
-  }
-  usage(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  usage(flag + " needs a number >= 0, got '" + text + "'");
-}
+const alexconv_demo::Cli cli{kUsage};
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -78,22 +57,22 @@ Options parse(int argc, char** argv) {
       std::exit(0);
     }
     if (a.size() < 2 || a[0] != '-') {  // a path that starts with '-' can be given as ./-name
-      if (!o.package.empty()) usage("more than one package given: '" + o.package + "' and '" + a + "'");
+      if (!o.package.empty()) cli.usage("more than one package given: '" + o.package + "' and '" + a + "'");
       o.package = a;
       continue;
     }
     if (std::find(std::begin(kOptions), std::end(kOptions), a) == std::end(kOptions))
-      usage("unknown option " + a);
-    if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) usage(a + " needs a value");
+      cli.usage("unknown option " + a);
+    if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) cli.usage(a + " needs a value");
     const std::string& v = args[++i];
-    if (a == "--batch") o.batch = parse_int(a, v, 1);
-    else if (a == "--size") o.size = parse_int(a, v, 11);
-    else if (a == "--iters") o.iters = parse_int(a, v, 1);
-    else if (a == "--seed") o.seed = parse_int(a, v, 0);
-    else if (a == "--atol") o.atol = parse_double(a, v);
-    else o.rtol = parse_double(a, v);  // --rtol
+    if (a == "--batch") o.batch = cli.parse_int(a, v, 1);
+    else if (a == "--size") o.size = cli.parse_int(a, v, 11);
+    else if (a == "--iters") o.iters = cli.parse_int(a, v, 1);
+    else if (a == "--seed") o.seed = cli.parse_int(a, v, 0);
+    else if (a == "--atol") o.atol = cli.parse_double(a, v);
+    else o.rtol = cli.parse_double(a, v);  // --rtol
   }
-  if (o.package.empty()) usage("no package given");
+  if (o.package.empty()) cli.usage("no package given");
   return o;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "alexconv/conv1.h"
+#include "cli.h"
 
 namespace {
 
@@ -33,30 +34,7 @@ constexpr const char* kUsage =
     "usage: alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] "
     "[--iters K] [--atol A] [--rtol R]\n";
 
-[[noreturn]] void usage(const std::string& error) {
-  std::cerr << "error: " << error << "\n" << kUsage;
-  std::exit(2);
-}
-
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v >= min) return v;
-  } catch (const std::exception&) {
-  }
-  usage(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  usage(flag + " needs a number >= 0, got '" + text + "'");
-}
+const alexconv_demo::Cli cli{kUsage};
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -69,7 +47,7 @@ Options parse(int argc, char** argv) {
     }
     // A path that starts with '-' can be given as ./-name.
     if (a.size() < 2 || a[0] != '-') {
-      if (!o.model.empty()) usage("more than one model path given: '" + o.model + "' and '" + a + "'");
+      if (!o.model.empty()) cli.usage("more than one model path given: '" + o.model + "' and '" + a + "'");
       o.model = a;
       continue;
     }
@@ -77,19 +55,19 @@ Options parse(int argc, char** argv) {
     // last); a known one is missing its value at the end or when the next word is an option.
     static const char* const kOptions[] = {"--device", "--batch", "--size", "--iters", "--atol", "--rtol"};
     if (std::find(std::begin(kOptions), std::end(kOptions), a) == std::end(kOptions))
-      usage("unknown option " + a);
-    if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) usage(a + " needs a value");
+      cli.usage("unknown option " + a);
+    if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) cli.usage(a + " needs a value");
     const std::string& v = args[++i];
     if (a == "--device") o.device = v;
-    else if (a == "--batch") o.batch = parse_int(a, v, 0);
-    else if (a == "--size") o.size = parse_int(a, v, 7);
-    else if (a == "--iters") o.iters = parse_int(a, v, 1);
-    else if (a == "--atol") o.atol = parse_double(a, v);
-    else o.rtol = parse_double(a, v);  // --rtol
+    else if (a == "--batch") o.batch = cli.parse_int(a, v, 0);
+    else if (a == "--size") o.size = cli.parse_int(a, v, 7);
+    else if (a == "--iters") o.iters = cli.parse_int(a, v, 1);
+    else if (a == "--atol") o.atol = cli.parse_double(a, v);
+    else o.rtol = cli.parse_double(a, v);  // --rtol
   }
-  if (o.model.empty()) usage("no model path given");
-  if (o.device != "cpu" && o.device != "cuda") usage("--device must be cpu or cuda, got " + o.device);
-  if (o.device == "cuda" && !torch::cuda::is_available()) usage("--device cuda but no CUDA device is available");
+  if (o.model.empty()) cli.usage("no model path given");
+  if (o.device != "cpu" && o.device != "cuda") cli.usage("--device must be cpu or cuda, got " + o.device);
+  if (o.device == "cuda" && !torch::cuda::is_available()) cli.usage("--device cuda but no CUDA device is available");
   return o;
 }
 

@@ -102,8 +102,11 @@ def agreement(nn_model, alex_model, size, batch, dtype, args) -> tuple[float, fl
 
 def environment(args, source, timer_desc) -> dict:
     cuda = args.device == "cuda"
-    git = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
-                         text=True).stdout.strip() or None
+    try:  # the commit benchmarked, where git and the checkout are at hand
+        git = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
+                             text=True).stdout.strip() or None
+    except OSError:
+        git = None
     return {
         "device": torch.cuda.get_device_name() if cuda else f"cpu {platform.processor() or platform.machine()}"
                                                             f", {torch.get_num_threads()} threads",

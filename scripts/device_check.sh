@@ -185,7 +185,7 @@ bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
       run_step pytest-distributed python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 tests/test_distributed.py
       gpus=$(nvidia-smi --list-gpus | wc -l)
       for n in 1 $gpus; do
-        run_step "infer-$n-gpu" python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
+        run_step "infer-$n-gpu" python3 -m torch.distributed.run --standalone --nproc_per_node "$n" \
           scripts/infer_distributed.py --device cuda --num-images $((512 * n)) --size 224 --batch 256 \
           --iters ${INFER_ITERS:-100} --json "$OUT/infer-$n-gpu.json"
         [[ $n == "$gpus" ]] && break

@@ -1,6 +1,6 @@
 """Data-parallel inference with alexconv under torchrun: one process per GPU (or CPU processes).
 
-    torchrun --nproc-per-node N scripts/infer_distributed.py [--device cuda|cpu]
+    torchrun --nproc_per_node N scripts/infer_distributed.py [--device cuda|cpu]
         [--model model.pt | --state-dict weights.pt] [--input images.pt | --num-images 1024 --size 224]
         [--batch 64] [--iters 20] [--dtype float32|float16|bfloat16] [--seed 0] [--save out.pt]
         [--json result.json] [--no-check]
@@ -152,7 +152,7 @@ def main(argv=None) -> None:
     if args.device == "cuda":
         if local_rank >= torch.cuda.device_count():
             raise SystemExit(f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} GPUs visible: "
-                             "--nproc-per-node must not exceed the GPUs of the host")
+                             "--nproc_per_node must not exceed the GPUs of the host")
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         backend = "nccl"

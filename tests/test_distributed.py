@@ -151,8 +151,8 @@ def test_ddp_matches_single_process(device, tmp_path, monkeypatch):
 def _run_torchrun(args, timeout=DEADLINE_S):
     """torchrun in its own process group, so that a hang kills it and its workers."""
     env = {**os.environ, **LOOPBACK_ENV, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(WORLD),
-           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(WORLD),
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
            str(REPO / "scripts" / "infer_distributed.py"), *map(str, args)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)

@@ -8,9 +8,10 @@ import torch
 import torch.nn.functional as F
 
 import alexconv
+from alexconv import _compat
 from conftest import (DTYPES, assert_matches_reference, conv1, device_params,
                       expected_memory_format, make_input, make_weight, reference, rel_norm_error,
-                      requires_cuda)
+                      requires, requires_cuda)
 
 OP = torch.ops.alexconv.conv1.default
 # 64: torchvision's AlexNet; 96: the original (padding 0) and KernelBench's (padding 2); the
@@ -112,7 +113,9 @@ def test_fused_relu_is_torch_relu_of_the_unfused_op(device, dtype, padding, gene
     x, w, b = tiny_negative_sums(dtype, device, generator)
     plain = conv1(x, w, b, padding=padding)
     fused = conv1(x, w, b, padding=padding, relu=True)
-    expected = torch.relu(plain)
+    # torch 1.13 has no float16 relu on CPU: float32 relu, rounded back, is the same bits.
+    exact_relu = device != "cpu" or dtype != torch.float16 or _compat.has("cpu_float16_relu")
+    expected = torch.relu(plain) if exact_relu else torch.relu(plain.float()).to(dtype)
     assert fused.isnan().any() and torch.equal(fused.isnan(), reference(x, w, b, padding).isnan())
     assert torch.equal(fused.isnan(), expected.isnan())
     number = ~fused.isnan()
@@ -134,6 +137,7 @@ def test_meta_shapes_follow_channels_and_padding():
             assert out.shape == (2, channels, out_size(39, padding), out_size(30, padding))
 
 
+@requires("opcheck")
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("channels,padding,relu", [(64, 2, False), (64, 0, True), (96, 0, True),
                                                    (96, 2, True), (5, 5, True)])

@@ -59,6 +59,14 @@ def _cpu_float16_conv2d() -> bool:
     return True
 
 
+def _cpu_float16_relu() -> bool:
+    try:
+        torch.relu(torch.ones(1, dtype=torch.float16))
+        return True
+    except RuntimeError:  # torch 1.13: "clamp_min_cpu" not implemented for 'Half'
+        return False
+
+
 def _empty_batch_conv2d() -> bool:
     weight = torch.zeros(2, 2, 3, 3).contiguous(memory_format=torch.channels_last)
     try:
@@ -78,6 +86,7 @@ _PROBES = {
     "cpu_capability": lambda: _has_attr("torch.backends.cpu", "get_cpu_capability"),
     "cpu_autocast_float16": _cpu_autocast_float16,
     "cpu_float16_conv2d": _cpu_float16_conv2d,
+    "cpu_float16_relu": _cpu_float16_relu,
     "empty_batch_conv2d": _empty_batch_conv2d,
 }
 
@@ -91,6 +100,7 @@ _WHAT = {
     "cpu_capability": "torch.backends.cpu.get_cpu_capability",
     "cpu_autocast_float16": "float16 autocast on CPU",
     "cpu_float16_conv2d": "float16 F.conv2d on CPU",
+    "cpu_float16_relu": "float16 torch.relu on CPU",
     "empty_batch_conv2d": "F.conv2d on an empty batch with a channels_last weight",
 }
 
