@@ -3,14 +3,23 @@
 // calls the header API (alexconv::conv1) too, and reports latency.
 //
 //   alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] [--iters K]
-//                 [--atol A] [--rtol R]
+//                 [--atol A] [--rtol R] [--seed S] [--input IN.pt] [--reference OUT.pt]
+//
+// Any other TorchScript model (a whole network after alexconv.convert, say), or any model given
+// --input or --reference, runs as it is: on IN.pt (a tensor saved with torch.save) or on
+// torch.rand([N, 3, HW, HW]) seeded with S, then compared with OUT.pt (torch.save'd) or, without
+// one, reported by its output's checksum (the same seed gives the same input in Python).
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <torch/csrc/jit/serialization/pickle.h>  // torch::jit::pickle_load
+#include <torch/utils.h>      // torch::manual_seed
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -28,11 +37,13 @@ struct Options {
   std::string device = "cpu";
   int64_t batch = 8, size = 224, iters = 10;
   std::optional<double> atol, rtol;  // default: by dtype and the model's allow_tf32
+  int64_t seed = 0;                   // of the random input of an arbitrary model
+  std::string input, reference;       // tensor files (torch.save) for an arbitrary model
 };
 
 constexpr const char* kUsage =
     "usage: alexconv_demo MODEL.pt [--device cpu|cuda] [--batch N] [--size HW] "
-    "[--iters K] [--atol A] [--rtol R]\n";
+    "[--iters K] [--atol A] [--rtol R] [--seed S] [--input IN.pt] [--reference OUT.pt]\n";
 
 const alexconv_demo::Cli cli{kUsage};
 
@@ -53,7 +64,8 @@ Options parse(int argc, char** argv) {
     }
     // Every option takes a value. An unknown one is named as such wherever it stands (even
     // last); a known one is missing its value at the end or when the next word is an option.
-    static const char* const kOptions[] = {"--device", "--batch", "--size", "--iters", "--atol", "--rtol"};
+    static const char* const kOptions[] = {"--device", "--batch", "--size", "--iters", "--atol",
+                                           "--rtol", "--seed", "--input", "--reference"};
     if (std::find(std::begin(kOptions), std::end(kOptions), a) == std::end(kOptions))
       cli.usage("unknown option " + a);
     if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) cli.usage(a + " needs a value");
@@ -63,6 +75,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--size") o.size = cli.parse_int(a, v, 7);
     else if (a == "--iters") o.iters = cli.parse_int(a, v, 1);
     else if (a == "--atol") o.atol = cli.parse_double(a, v);
+    else if (a == "--seed") o.seed = cli.parse_int(a, v, 0);
+    else if (a == "--input") o.input = v;
+    else if (a == "--reference") o.reference = v;
     else o.rtol = cli.parse_double(a, v);  // --rtol
   }
   if (o.model.empty()) cli.usage("no model path given");
@@ -133,6 +148,56 @@ std::vector<Rejection> header_api_rejections(const at::Tensor& input, const at::
            error_of([&] { alexconv::conv1(at::Tensor(), weight, c10::nullopt, false); })}};
 }
 
+// A tensor saved by Python's torch.save.
+at::Tensor load_tensor(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("cannot read " + path);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const c10::IValue value = torch::jit::pickle_load(bytes);
+  if (!value.isTensor()) throw std::runtime_error(path + " holds no tensor (save one with torch.save)");
+  return value.toTensor();
+}
+
+// Any model: its output on --input or a seeded random input in the dtype of its parameters,
+// checked against --reference or reported by checksum.
+int run_any_model(torch::jit::Module& module, const Options& o, const torch::Device& device) {
+  at::ScalarType dtype = at::kFloat;
+  for (const at::Tensor& p : module.parameters()) {
+    if (p.is_floating_point()) {
+      dtype = p.scalar_type();
+      break;
+    }
+  }
+  const c10::InferenceMode guard;
+  at::Tensor input;
+  if (!o.input.empty()) {
+    input = load_tensor(o.input).to(device);
+  } else {
+    torch::manual_seed(uint64_t(o.seed));
+    input = torch::rand({o.batch, 3, o.size, o.size}).to(device, dtype);  // CPU draws: as Python's
+  }
+  const c10::IValue result = module.forward({input});
+  const at::Tensor out = (result.isTuple() ? result.toTuple()->elements()[0] : result).toTensor();
+  const double ms = median_ms([&] { module.forward({input}); }, o.iters, device.is_cuda());
+  const at::Tensor d = out.to(at::kDouble);
+  std::cout << "device " << o.device << ", input " << input.sizes() << " " << input.scalar_type()
+            << " -> output " << out.sizes() << " " << out.scalar_type() << ", median " << ms << " ms\n"
+            << "checksum: sum " << std::setprecision(17) << d.sum().item<double>() << ", abs sum "
+            << d.abs().sum().item<double>() << std::setprecision(6) << "\n";
+  if (o.reference.empty()) return 0;
+  const double tol = default_tolerance(out.scalar_type(), false);
+  const double atol = o.atol.value_or(tol), rtol = o.rtol.value_or(tol);
+  const Error e = compare(out, load_tensor(o.reference).to(device, at::kDouble), atol, rtol);
+  std::cout << "against " << o.reference << ": max abs error " << e.max_abs << ", rel norm error "
+            << e.rel_norm << "\n";
+  if (!e.ok) {
+    std::cerr << "MISMATCH: output differs from the reference beyond atol=" << atol << ", rtol=" << rtol << "\n";
+    return 1;
+  }
+  std::cout << "OK: output matches the reference (atol=" << atol << ", rtol=" << rtol << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +213,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   module.eval();
+  // ModelNew (a conv1 with its weight) gets the float64 check of both paths; anything else, or
+  // a model given files to compare, runs as it is.
+  const bool model_new = module.hasattr("conv1") && module.attr("conv1").isModule() &&
+                         module.attr("conv1").toModule().hasattr("weight");
+  if (!model_new || !o.input.empty() || !o.reference.empty()) {
+    try {
+      return run_any_model(module, o, device);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   const torch::jit::Module conv = module.attr("conv1").toModule();
   const at::Tensor weight = conv.attr("weight").toTensor();
   const c10::IValue bias_value = conv.attr("bias");

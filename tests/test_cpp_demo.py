@@ -1,12 +1,15 @@
-"""The C++ app: alexconv_demo loads a scripted model with torch::jit::load and checks it."""
+"""The C++ app: alexconv_demo loads a scripted model with torch::jit::load and checks it (ModelNew against
+float64, any other model against a reference file or by checksum)."""
 
 import pathlib
 import subprocess
 import sys
 
 import pytest
+import torch
 
 import alexconv
+from alexnets import TorchvisionAlexNet
 from conftest import device_params
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -46,7 +49,6 @@ def test_demo_end_to_end(tmp_path, device, dtype):
 
 
 def test_demo_loads_state_dict_of_reference_model(tmp_path):
-    import torch
     weights = tmp_path / "ref.pt"
     torch.save(alexconv.Model().state_dict(), weights)
     model = _export(tmp_path, "--state-dict", weights)
@@ -101,3 +103,45 @@ def test_demo_reports_missing_model(tmp_path):
 def test_demo_help_is_not_an_error():
     res = _run("--help")
     assert res.returncode == 0 and res.stdout.startswith("usage: alexconv_demo")
+
+
+def _converted_alexnet(tmp_path):
+    """A whole network after alexconv.convert, scripted: what the demo runs as it is."""
+    model, report = alexconv.convert(TorchvisionAlexNet(num_classes=10, hidden=32).eval())
+    assert report.replaced, report
+    path = tmp_path / "alexnet.pt"
+    torch.jit.script(model).save(str(path))
+    return model, path
+
+
+def test_demo_runs_any_model_against_a_reference(tmp_path, generator):
+    model, path = _converted_alexnet(tmp_path)
+    x = torch.rand(2, 3, 96, 80, generator=generator)
+    with torch.no_grad():
+        ref = model(x)
+    torch.save(x, tmp_path / "x.pt")
+    torch.save(ref, tmp_path / "ref.pt")
+    res = _run(path, "--input", tmp_path / "x.pt", "--reference", tmp_path / "ref.pt", "--iters", 1)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "-> output [2, 10] Float" in res.stdout, res.stdout
+    assert "OK: output matches the reference" in res.stdout
+    torch.save(ref + 1e-2 * ref.abs().max(), tmp_path / "wrong.pt")
+    res = _run(path, "--input", tmp_path / "x.pt", "--reference", tmp_path / "wrong.pt", "--iters", 1)
+    assert res.returncode == 1 and "MISMATCH" in res.stderr, res.stdout + res.stderr
+    res = _run(path, "--input", tmp_path / "absent.pt", "--iters", 1)
+    assert res.returncode == 1 and "cannot read" in res.stderr, res.stderr
+
+
+def test_demo_reports_the_checksum_of_any_model(tmp_path, fresh_seed):
+    # The seed gives C++ the input Python draws: the checksum can be compared by hand.
+    model, path = _converted_alexnet(tmp_path)
+    seed = fresh_seed % 2**31
+    res = _run(path, "--batch", 3, "--size", 96, "--seed", seed, "--iters", 1)
+    assert res.returncode == 0, res.stdout + res.stderr
+    line = next(line for line in res.stdout.splitlines() if line.startswith("checksum:"))
+    total, abs_total = (float(part.split()[-1]) for part in line[len("checksum:"):].split(","))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model(torch.rand(3, 3, 96, 96)).double()
+    assert abs(total - out.sum().item()) <= 1e-5 * out.abs().sum().item()
+    assert abs(abs_total - out.abs().sum().item()) <= 1e-5 * out.abs().sum().item()

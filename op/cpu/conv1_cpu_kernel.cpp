@@ -8,6 +8,7 @@
 // reduction. The six pixels need not share a row: only a band's last tile
 // computes padding (copies of its last pixel).
 #include <cstring>
+#include <type_traits>
 
 #include "../conv1_geometry.h"
 #include "conv1_cpu_kernel.h"
@@ -45,7 +46,8 @@ inline Vec load(const float* p) {
 inline Vec relu_lanes(Vec v) {
   const Vec zero = {};
   const auto negative = v < zero;  // all ones in the lanes to clear
-  return (Vec)((decltype(negative))v & ~negative);
+  using Mask = std::remove_const_t<decltype(negative)>;
+  return (Vec)((Mask)v & ~negative);
 }
 
 // One micro-tile: kTile pixels (window[j] is pixel j's 11x11x3 window) and
