@@ -28,9 +28,12 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
+#include "demo_common.h"
 
 namespace {
+
+using alexconv_demo::default_tolerance;
+using alexconv_demo::median_ms;
 
 struct Options {
   std::string package;
@@ -74,29 +77,6 @@ Options parse(int argc, char** argv) {
   }
   if (o.package.empty()) cli.usage("no package given");
   return o;
-}
-
-template <class F>
-double median_ms(const F& fn, int64_t iters, bool cuda) {
-  fn();  // warm-up: first-call allocations
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) {
-    if (cuda) torch::cuda::synchronize();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    if (cuda) torch::cuda::synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
-
-// The numerical contract, as alexconv_demo applies it: float32-accurate by default; TF32
-// and half types at their own precision.
-double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
-  if (dtype == at::kHalf) return 1e-2;
-  if (dtype == at::kBFloat16) return 5e-2;
-  return allow_tf32 ? 5e-3 : 1e-4;
 }
 
 std::string metadata_value(const std::unordered_map<std::string, std::string>& metadata,

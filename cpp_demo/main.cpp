@@ -28,9 +28,12 @@
 #include <vector>
 
 #include "alexconv/conv1.h"
-#include "cli.h"
+#include "demo_common.h"
 
 namespace {
+
+using alexconv_demo::default_tolerance;
+using alexconv_demo::median_ms;
 
 struct Options {
   std::string model;
@@ -86,21 +89,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-template <class F>
-double median_ms(const F& fn, int64_t iters, bool cuda) {
-  fn();  // warm-up: first-call allocations and kernel attribute setup
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) {
-    if (cuda) torch::cuda::synchronize();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    if (cuda) torch::cuda::synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
-
 struct Error {
   double max_abs, rel_norm;
   bool ok;
@@ -114,14 +102,6 @@ Error compare(const at::Tensor& out, const at::Tensor& ref, double atol, double 
   const bool ok = out.sizes() == ref.sizes() &&
                   at::allclose(out.to(at::kDouble), ref, rtol, atol, /*equal_nan=*/false);
   return {max_abs, rel, ok};
-}
-
-// The numerical contract: float32-accurate by default; TF32 and half types are
-// checked at their own precision.
-double default_tolerance(at::ScalarType dtype, bool allow_tf32) {
-  if (dtype == at::kHalf) return 1e-2;
-  if (dtype == at::kBFloat16) return 5e-2;
-  return allow_tf32 ? 5e-3 : 1e-4;
 }
 
 // The header API follows the op's rules: an invalid call throws c10::Error naming
