@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import alexconv
+from alexconv import _toolchain
 from conftest import assert_matches_reference, device_params
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -29,6 +30,21 @@ _spec.loader.exec_module(export_model)
 # The one capability gate: a torch that cannot build the package skips the module, saying why.
 UNSUPPORTED = export_model.aoti_unsupported()
 pytestmark = pytest.mark.skipif(UNSUPPORTED is not None, reason=f"AOTInductor route: {UNSUPPORTED}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_libstdcxx_compiler():
+    """Packages compiled by a g++ that links libstdc++.so.6, as docs/deployment.md tells users:
+    where inductor's default does not (the GPU machines' /opt/gcc g++), the one that does. The
+    refusal of the other is tests/test_toolchain.py's."""
+    compiler = _toolchain.find_compiler_linking_shared_libstdcxx()
+    if compiler is None:
+        pytest.skip("no C++ compiler here links libstdc++.so.6: AOTInductor packages would not load")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("CXX", compiler)  # export_model.py in a child process
+    with importlib.import_module("torch._inductor.config").patch({"cpp.cxx": (None, compiler)}):
+        yield compiler
+    patch.undo()
 
 
 @pytest.fixture(scope="module", params=[

@@ -6,7 +6,6 @@ export refuses the compiler that would build one, and any package that has one.
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -16,8 +15,10 @@ import alexconv
 from alexconv import _toolchain
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CXX = shutil.which("g++")
-needs_gxx = pytest.mark.skipif(CXX is None, reason="no g++ on PATH")
+# A compiler whose shared objects use libstdc++.so.6: on the GPU machines the g++ on PATH
+# (/opt/gcc) is not one, and the finder must pass it over.
+CXX = _toolchain.find_compiler_linking_shared_libstdcxx()
+needs_gxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler here links libstdc++.so.6")
 
 
 def _library(tmp_path, *flags):
@@ -60,8 +61,18 @@ def test_not_an_elf_file(tmp_path):
 @needs_gxx
 def test_compiler_check(tmp_path):
     _toolchain.check_compiler_links_shared_libstdcxx(CXX)
-    with pytest.raises(RuntimeError, match=r"without the shared libstdc\+\+.*CXX="):
+    with pytest.raises(RuntimeError, match=r"without the shared libstdc\+\+.*CXX=") as refused:
         _toolchain.check_compiler_links_shared_libstdcxx(str(_static_compiler(tmp_path)))
+    assert "found here" in str(refused.value)  # names the compiler that would do
+
+
+@needs_gxx
+def test_finder_passes_over_a_static_libstdcxx_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", str(_static_compiler(tmp_path)))
+    found = _toolchain.find_compiler_linking_shared_libstdcxx()
+    assert found is not None and found != os.environ["CXX"]
+    _toolchain.check_compiler_links_shared_libstdcxx(found)
+    assert _toolchain.find_compiler_linking_shared_libstdcxx(exclude=found) != found
     with pytest.raises(RuntimeError, match="could not build a shared library"):
         _toolchain.check_compiler_links_shared_libstdcxx("/bin/false")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -49,11 +50,35 @@ def links_shared_libstdcxx(path: str | os.PathLike) -> bool:
 
 
 def static_libstdcxx_error(compiler: str, what: str) -> str:
+    found = find_compiler_linking_shared_libstdcxx(exclude=compiler)
+    hint = f"CXX={found}, found here" if found else "e.g. CXX=/usr/bin/g++"
     return (f"{what} was linked by {compiler} without the shared libstdc++ (libstdc++.so.6): "
             "that compiler links its own copy of libstdc++ in, and loading such a package into "
             "torch, which uses the shared one, crashes (segfault in std::regex while the package "
-            "loads). Point CXX at a g++ that links libstdc++.so.6 (e.g. CXX=/usr/bin/g++) and "
+            f"loads). Point CXX at a g++ that links libstdc++.so.6 ({hint}) and "
             "export again; docs/deployment.md has the details.")
+
+
+# Where a system compiler usually is, after whatever CXX and PATH name first.
+_CANDIDATES = ("g++", "c++", "/usr/bin/g++", "/usr/bin/c++", "clang++", "/usr/bin/clang++",
+               *(f"/usr/bin/g++-{v}" for v in range(15, 8, -1)))
+
+
+def find_compiler_linking_shared_libstdcxx(exclude: str | None = None) -> str | None:
+    """The first C++ compiler here (CXX, then the usual names) whose shared objects use
+    libstdc++.so.6, as a resolved path; None when there is none."""
+    skip = {os.path.realpath(shutil.which(exclude) or exclude)} if exclude else set()
+    for name in (os.environ.get("CXX"), *_CANDIDATES):
+        path = name and shutil.which(name)
+        if not path or os.path.realpath(path) in skip:
+            continue
+        skip.add(os.path.realpath(path))
+        try:
+            check_compiler_links_shared_libstdcxx(path)
+        except (RuntimeError, OSError):
+            continue
+        return path
+    return None
 
 
 def check_compiler_links_shared_libstdcxx(compiler: str) -> None:
