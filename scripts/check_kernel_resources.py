@@ -16,10 +16,12 @@ from collections import defaultdict
 # A new spill anywhere else fails the check; so does one larger than listed here.
 KNOWN_SPILLS = {
     # The register gather's resident mma.sync TF32 kernels with cp.async staging (Tf32, mma.sync,
-    # Staging kCopy4 / kCopy16, Fit<1, 3>): 44-48 bytes on sm_80-sm_89 (unchanged since before the
-    # portable fits; what a B200 would run through PTX with allow_tf32).
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 48,
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 48,
+    # Staging kCopy4 / kCopy16, Fit<1, 3>): 44-48 bytes on sm_80-sm_89 since before the portable
+    # fits, 56 since the epilogue stores only the weight's output channels (issue 46: one
+    # compare per n-tile, in the epilogue, once per tile). What a B200 would run through PTX
+    # with allow_tf32; no GPU class plans it otherwise (A100's float32 takes the HalfN fit).
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 56,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 56,
 }
 
 ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")

@@ -22,7 +22,7 @@ steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test forced emulate sanit
 # The GPU classes the dispatcher can plan as on this card (op/cuda/dispatch.cpp): A100 (163 KB),
 # the 99 KB parts (sm_86/89/120 plan alike) and Turing (64 KB).
 EMULATED=${EMULATED:-8.0 8.6 7.5}
-CUDA_TESTS="tests/test_correctness.py tests/test_cuda_runtime.py tests/test_invalid_inputs.py tests/test_fuzz.py"
+CUDA_TESTS="tests/test_correctness.py tests/test_cuda_runtime.py tests/test_invalid_inputs.py tests/test_fuzz.py tests/test_family.py"
 declare -a summary
 
 run_step() {  # name, command...

@@ -15,8 +15,10 @@ from conftest import (DTYPES, assert_matches_reference, conv1, device_params,
 
 OP = torch.ops.alexconv.conv1.default
 # 64: torchvision's AlexNet; 96: the original (padding 0) and KernelBench's (padding 2); the
-# range's ends and a count that is no multiple of the CPU kernel's channel block.
-CHANNELS = [64, 96, 1, 17, 256]
+# range's ends and a count that is no multiple of the CPU kernel's channel block; 40 and 88,
+# multiples of 8 that the CUDA kernels run (at padding 2) with a channel group of the split
+# fits empty (40) or partly used (88).
+CHANNELS = [64, 96, 1, 17, 256, 40, 88]
 # "other": a padding drawn per run from the rest of the range.
 PADDINGS = [0, 2, "other"]
 
@@ -85,7 +87,7 @@ def test_original_alexnet_geometry(device, generator):
 
 def tiny_negative_sums(dtype, device, generator):
     """Input and weights whose channel 0 sums to -1 + 1 - tiny at most pixels: a negative
-    value that rounds to -0.0 in 16-bit outputs (F.relu keeps -0.0), plus NaN inputs."""
+    value that rounds to -0.0 in 16-bit outputs (CPU's F.relu keeps -0.0), plus NaN inputs."""
     tiny = {torch.float32: 2.0**-15, torch.float16: 2.0**-15, torch.bfloat16: 2.0**-70}[dtype]
     x = make_input(2, 40, 36, generator=generator)
     x[:, 0] = 1.0
@@ -107,9 +109,11 @@ def bits(t):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("padding", [0, 2], ids=lambda p: f"pad{p}")
 def test_fused_relu_is_torch_relu_of_the_unfused_op(device, dtype, padding, generator):
-    """Bit for bit: NaN stays NaN, -0.0 stays -0.0 (16-bit outputs round small negative
-    sums to -0.0; relu applied before that rounding would give +0.0). NaN payloads are not
-    compared: torch.relu itself changes bfloat16 NaN bits (0x7fc0 -> 0xffff on this CPU)."""
+    """Bit for bit torch.relu on the same device: NaN stays NaN; 16-bit outputs round small
+    negative sums to -0.0, which torch.relu keeps on CPU (relu applied before the rounding
+    would give +0.0) and turns into +0.0 on CUDA (a GPU max orders -0.0 below +0.0: the fused
+    epilogues must do the same). NaN payloads are not compared: torch.relu itself changes
+    bfloat16 NaN bits (0x7fc0 -> 0xffff on this CPU)."""
     x, w, b = tiny_negative_sums(dtype, device, generator)
     plain = conv1(x, w, b, padding=padding)
     fused = conv1(x, w, b, padding=padding, relu=True)
@@ -216,18 +220,21 @@ def test_cpu_kernel_name_for_the_family(generator):
 
 @requires_cuda
 @pytest.mark.cuda
-def test_cuda_kernels_only_for_96_channels_and_padding_2(generator):
-    """Our CUDA kernels are built for 96 channels and padding 2; the rest of the family runs
-    on ATen's convolution (under the op's contract, checked above)."""
+@pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
+def test_which_calls_our_cuda_kernels_run(relu, generator):
+    """Our CUDA kernels run padding 2 with a multiple of 8 output channels up to 96 (relu fused
+    in their epilogues); the rest of the family runs on ATen's convolution (under the op's
+    contract, checked above)."""
     x = make_input(2, 64, 64, device="cuda", generator=generator)
-    w96, b96 = make_weight(device="cuda", generator=generator)
-    w64, b64 = make_weight(device="cuda", generator=generator, out_channels=64)
-    assert alexconv.conv1_kernel(x, w64, b64) == "aten"
-    assert alexconv.conv1_kernel(x, w96, b96, padding=0) == "aten"
-    ours = alexconv.conv1_kernel(x, w96, b96, relu=True)
+    weights = {c: make_weight(device="cuda", generator=generator, out_channels=c)
+               for c in (96, 64, 8, 100, 17, 256)}
+    kernel = {c: alexconv.conv1_kernel(x, *weights[c], relu=relu) for c in weights}
+    assert alexconv.conv1_kernel(x, *weights[96], padding=0, relu=relu) == "aten"
+    assert alexconv.conv1_kernel(x, *weights[64], padding=4, relu=relu) == "aten"
+    assert kernel[100] == kernel[17] == kernel[256] == "aten", kernel
+    # The covered counts take the kernel 96 channels take, whatever it is on this GPU.
+    assert kernel[64] == kernel[8] == kernel[96], kernel
     planned_freely = (os.environ.get("ALEXCONV_CUDA_KERNEL", "auto") in ("", "auto")
                       and not os.environ.get("ALEXCONV_EMULATE_DEVICE"))
     if planned_freely and torch.cuda.get_device_capability() >= (8, 0):
-        assert ours != "aten", ours
-    assert ours == alexconv.conv1_kernel(x, w96, b96)
-
+        assert kernel[64] not in ("aten", "direct"), kernel

@@ -26,21 +26,23 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
 }
 
 // Calls none of our kernels can run (GPUs below sm_80, extents past the kernels' 32-bit
-// tile arithmetic, output channels other than 96 or padding other than 2): ATen's
-// convolution, as nn.Conv2d reaches it (cuDNN where it applies, with the same benchmark and
-// deterministic flags, else ATen's own kernels), but with TF32 by the op's own contract
-// rather than the global flag, and in the output memory format the op promises.
+// tile arithmetic, geometry outside cuda::kernels_cover): ATen's convolution, as nn.Conv2d
+// reaches it (cuDNN where it applies, with the same benchmark and deterministic flags, else
+// ATen's own kernels), but with TF32 by the op's own contract rather than the global flag,
+// and in the output memory format the op promises; relu as a second pass, in place
+// (at::relu_'s rule, which the kernels' fused epilogues follow).
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad,
-                      const at::Tensor& out) {
+                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad, bool relu,
+                      at::Tensor out) {
   const int64_t stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
   at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
                                   /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
                                   ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
                                   ctx.userEnabledCuDNN(), allow_tf32);
-  if (y.strides() == out.strides()) return y;  // ATen chose the format F.conv2d would
-  return out.copy_(y);
+  // Unless ATen chose the format F.conv2d would, the output goes where the op promises.
+  if (y.strides() != out.strides()) y = out.copy_(y);
+  return relu ? y.relu_() : y;
 }
 
 void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
@@ -49,7 +51,8 @@ void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
 
 // The kernels' view of a call whose output is `out`.
 cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
-                           const c10::optional<at::Tensor>& bias, bool allow_tf32, const at::Tensor& out) {
+                           const c10::optional<at::Tensor>& bias, bool allow_tf32, bool relu,
+                           const at::Tensor& out) {
   cuda::Problem p;
   p.input = compat::const_data_ptr(input);
   p.weight = compat::const_data_ptr(weight);
@@ -59,6 +62,8 @@ cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
   p.output = compat::mutable_data_ptr(out);
   p.dtype = to_kernel_dtype(input.scalar_type());
   p.allow_tf32 = allow_tf32;
+  p.relu = relu;
+  p.out_channels = weight.size(0);
   p.batch = input.size(0);
   p.in_h = input.size(2);
   p.in_w = input.size(3);
@@ -77,23 +82,6 @@ cuda::DeviceInfo current_device() {
   return cuda::device_info(*at::cuda::getCurrentDeviceProperties(), /*aten_available=*/true);
 }
 
-// The convolution without relu: our kernel where one is built for the call's geometry
-// (cuda::kernels_cover) and can run it, else ATen's.
-at::Tensor conv1_cuda_conv(const at::Tensor& input, const at::Tensor& weight,
-                           const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
-                           at::Tensor out) {
-  if (!cuda::kernels_cover(weight.size(0), padding)) {
-    return conv1_aten(input, weight, bias, allow_tf32, padding, out);
-  }
-  const cuda::Problem p = make_problem(input, weight, bias, allow_tf32, out);
-  const cuda::DeviceInfo device = current_device();
-  const cuda::Kernel kernel = cuda::choose_kernel(p, device);
-  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, out);
-  C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
-}
-
 at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
                       bool relu) {
@@ -101,22 +89,29 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   const c10::cuda::CUDAGuard guard(input.device());
   at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return out;
-  out = conv1_cuda_conv(input, weight, bias, allow_tf32, padding, out);
-  // relu as a second pass over the output, in place (at::relu_'s rule: NaN stays NaN).
-  // Fusing it into the kernels' epilogues (common/epilogue.cuh) is the next step of issue 46.
-  if (relu) out.relu_();
+  // Our kernel where one is built for the call's geometry and can run it (relu in its
+  // epilogue), else ATen's.
+  if (!cuda::kernels_cover(weight.size(0), padding)) {
+    return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
+  }
+  const cuda::Problem p = make_problem(input, weight, bias, allow_tf32, relu, out);
+  const cuda::DeviceInfo device = current_device();
+  const cuda::Kernel kernel = cuda::choose_kernel(p, device);
+  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
+  C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 
 std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
                               const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
-                              bool /*relu*/) {
+                              bool relu) {
   check_conv1_args(input, weight, bias, padding);
   const c10::cuda::CUDAGuard guard(input.device());
   const at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return "none";  // an empty output launches nothing
   if (!cuda::kernels_cover(weight.size(0), padding)) return "aten";
-  return cuda::kernel_name(cuda::choose_kernel(make_problem(input, weight, bias, allow_tf32, out),
+  return cuda::kernel_name(cuda::choose_kernel(make_problem(input, weight, bias, allow_tf32, relu, out),
                                                current_device()));
 }
 

@@ -169,7 +169,7 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
 }
 
 bool kernels_cover(int64_t out_channels, int64_t padding) {
-  return out_channels == kOutChannels && padding == kPad;
+  return padding == kPad && out_channels % 8 == 0 && out_channels >= 8 && out_channels <= kOutChannels;
 }
 
 Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {

@@ -32,9 +32,11 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 // kAten where one of ours can run the call; never kDirect where ATen can.
 Kernel choose_kernel(const Problem& problem, const DeviceInfo& device);
 
-// Whether our kernels (igemm/, s2d/, direct/) are built for this call's geometry: they are
-// specialised for 96 output channels and padding 2. Other calls of the op family (any C_out
-// in [1, 256], padding 0-5) take ATen's convolution, whatever ALEXCONV_CUDA_KERNEL says.
+// Whether our kernels (igemm/, s2d/, direct/) are built for this call's geometry: padding 2
+// and output channels a multiple of 8 up to 96 (torchvision's AlexNet has 64, KernelBench 96;
+// the implicit GEMMs compute 96 against zero weights past the count and store those asked
+// for). Other calls of the op family (any C_out in [1, 256], padding 0-5) take ATen's
+// convolution, whatever ALEXCONV_CUDA_KERNEL says.
 bool kernels_cover(int64_t out_channels, int64_t padding);
 
 // Enqueues one of our kernels (not kAten: the caller runs that) on `stream`; errors of

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "../conv1_geometry.h"
+
 namespace alexconv {
 namespace cuda {
 
@@ -31,10 +33,17 @@ struct Problem {
   // Each output pixel's channels are one contiguous run starting 16-byte aligned
   // (channels_last): the epilogues store along channels. See pixel_major_output.
   bool out_pixel_major = false;
+  // The weight's output channels. The implicit GEMMs compute 96 (past this count against
+  // zero weights) and store these: a multiple of 8 up to 96 (kernels_cover in dispatch.h);
+  // the direct kernel takes any count.
+  int64_t out_channels = kOutChannels;
+  // max(y, 0) in the epilogue, as torch.relu on CUDA does it to the stored value: NaN stays
+  // NaN, -0.0 becomes +0.0 (relu_output in common/dtype.cuh).
+  bool relu = false;
 };
 
-// Whether `p`'s output qualifies for Problem::out_pixel_major. A pixel's run is 96
-// elements, a whole number of 16-byte units when its start is aligned.
+// Whether `p`'s output qualifies for Problem::out_pixel_major. A pixel's run is out_channels
+// elements (a multiple of 8), a whole number of 16-byte units when its start is aligned.
 inline bool pixel_major_output(const Problem& p) {
   const int64_t per_unit = 16 / element_bytes(p.dtype);
   return p.out_stride[1] == 1 && p.out_stride[0] % per_unit == 0 && p.out_stride[2] % per_unit == 0 &&

@@ -29,12 +29,14 @@ def conv1(
             range guards. No effect elsewhere.
         padding: keyword-only, 0 to 5 (zeros on every side). 2 is AlexNet as torchvision and
             KernelBench have it, 0 the original 227x227 AlexNet.
-        relu: keyword-only: apply ``F.relu`` to the output inside the op (NaN stays NaN, -0.0
-            stays -0.0); its gradient masks by the output, as relu's does. On CUDA the relu is
-            for now a second pass over the output.
+        relu: keyword-only: apply ``F.relu`` to the output inside the op, bit for bit as
+            ``torch.relu`` on the output's device does (NaN stays NaN; -0.0 stays -0.0 on CPU
+            and becomes +0.0 on CUDA); its gradient masks by the output, as relu's does.
+            Alexconv's CUDA kernels fuse it into their epilogues.
 
-    Alexconv's own CUDA kernels run 96 output channels with padding 2; other channel counts
-    and paddings take ATen's convolution on CUDA (under the same numerical contract).
+    Alexconv's own CUDA kernels run padding 2 with a multiple of 8 output channels up to 96
+    (64 and 96 among them); other channel counts and paddings take ATen's convolution on CUDA
+    (under the same numerical contract).
 
     Returns:
         [N, C_out, (H + 2 * padding - 11) // 4 + 1, (W + 2 * padding - 11) // 4 + 1] in
@@ -58,7 +60,8 @@ def conv1_kernel(
     """Which kernel :func:`conv1` runs for these arguments on their device: ``"cpu"``; on CUDA
     ``"wgmma"`` or ``"s2d"`` (Hopper), ``"mma_sync"`` (other tensor-core GPUs), ``"aten"``
     (ATen's cuDNN convolution, where none of alexconv's kernels can run the call: among
-    others every call with other than 96 output channels or padding 2) or ``"direct"``;
+    others every call with padding other than 2, or output channels not a multiple of 8 up to
+    96) or ``"direct"``;
     ``"none"`` for an empty output. ``ALEXCONV_CUDA_KERNEL`` and ``ALEXCONV_EMULATE_DEVICE``
     apply, as for the call itself (docs/architecture.md).
     """

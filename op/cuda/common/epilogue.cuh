@@ -69,11 +69,27 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMTiles][kNT][4], const fl
 // adjacent channels are 8 contiguous bytes, and an instruction writes 8 pixels x
 // 32 bytes, whole sectors.
 // pixel_major: Problem::out_pixel_major, or the caller's compile-time copy of it.
+// Every epilogue stores the first p.out_channels channels (whole n-tiles: a multiple of 8)
+// and applies p.relu to what it stores (relu_output).
+// The accumulators are the tile's last use of them: relu rewrites them in place (no
+// registers beside them; the resident TF32 mma.sync kernels are at the edge of spilling),
+// and p.out_channels is read where used (a Resident kernel's p is its parameter, in the
+// constant bank).
 template <int kNT>
-__device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][kNT][4],
+__device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
                                            const int64_t (&pixel_out)[kMTiles][2], const Problem& p,
                                            int t, bool pixel_major) {
   float* out = static_cast<float*>(p.output);
+  if (p.relu) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = relu_output<DType::kFloat32>(acc[mt][nt][e], true);
+      }
+    }
+  }
   if (pixel_major) {
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -83,6 +99,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][kNT][4],
         float2* pixel = reinterpret_cast<float2*>(out + pixel_out[mt][h] + 2 * t);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
+          if (nt * 8 >= p.out_channels) break;
           pixel[nt * 4] = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
         }
       }
@@ -102,7 +119,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][kNT][4],
         const float send = upper ? acc[mt][nt][e] : acc[mt][nt][2 + e];
         const float got = __shfl_xor_sync(0xffffffffu, send, 2);
         const int64_t ch = nt * 8 + 2 * (t & 1) + e;  // and ch + 4
-        if (base >= 0) {
+        if (base >= 0 && nt * 8 < p.out_channels) {  // after the shuffle: every lane takes part
           out[base + ch * channel_step] = upper ? got : keep;
           out[base + (ch + 4) * channel_step] = upper ? keep : got;
         }
@@ -112,10 +129,10 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMTiles][kNT][4],
 }
 
 // Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
-// 16-bit values, pixel-major.
+// 16-bit values (relu applied where the call fuses it), pixel-major.
 template <DType T, int kNT>
 __device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
-                                           int first_row, int lane) {
+                                           int first_row, int lane, bool relu) {
   static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -124,7 +141,7 @@ __device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], 
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
       *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
-          mma::pack_u16(from_float<T>(acc[0][nt][2 * h]), from_float<T>(acc[0][nt][2 * h + 1]));
+          mma::pack_u16(relu_output<T>(acc[0][nt][2 * h], relu), relu_output<T>(acc[0][nt][2 * h + 1], relu));
     }
   }
 }
@@ -140,7 +157,7 @@ __device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTile
   const int group = warp / 4, group_warp = warp % 4, pixel = lane & 15, odd = lane >> 4;
   uint16_t* block = staged + group * kStagedElemsOf<kNT>;
   __syncwarp();  // the warp's reads of the previous tile are done
-  stage_rows<T>(acc, block, group_warp * 16, lane);
+  stage_rows<T>(acc, block, group_warp * 16, lane, p.relu);
   __syncwarp();
   const int64_t base = out_of(group * 64 + group_warp * 16 + pixel);
   if (base < 0) return;
@@ -151,6 +168,7 @@ __device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTile
 #pragma unroll
   for (int i = 0; i < kNT / 2; ++i) {
     const int unit = 2 * i + odd;
+    if (unit * 8 >= p.out_channels) break;
     const uint32_t* w = from + unit * 4;
     *reinterpret_cast<uint4*>(out + unit * 8) = make_uint4(w[0], w[1], w[2], w[3]);
   }
@@ -174,7 +192,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][kN
   const int group = warp / 4, group_warp = warp % 4;
   uint16_t* block = staged + group * kStagedElemsOf<kNT>;
   group_barrier(group);  // the group's reads of the previous tile are done
-  stage_rows<T>(acc, block, group_warp * 16, lane);
+  stage_rows<T>(acc, block, group_warp * 16, lane, p.relu);
   group_barrier(group);
   // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels.
   uint16_t* out = static_cast<uint16_t*>(p.output);
@@ -187,7 +205,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][kN
 #pragma unroll 8
     for (int c = 0; c < kChannelsPerWarp; ++c) {
       const int ch = group_warp * kChannelsPerWarp + c;
-      out[base + ch * p.out_stride[1]] = from[ch];
+      if (ch < p.out_channels) out[base + ch * p.out_stride[1]] = from[ch];
     }
   }
 }

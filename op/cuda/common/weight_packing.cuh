@@ -51,8 +51,11 @@ struct WeightRound {
     const Raw* w = static_cast<const Raw*>(p.weight) + n * p.weight_stride[0] +
                    c * p.weight_stride[1] + (tap / kKernel) * p.weight_stride[2] +
                    (tap % kKernel) * p.weight_stride[3];
+    // Channels past the weight's (Problem::out_channels) multiply zeros.
 #pragma unroll
-    for (int i = 0; i < kRoundLoads; ++i) v[i] = __ldg(w + i * kChannelStep * p.weight_stride[0]);
+    for (int i = 0; i < kRoundLoads; ++i) {
+      v[i] = n + i * kChannelStep < p.out_channels ? __ldg(w + i * kChannelStep * p.weight_stride[0]) : Raw(0);
+    }
   }
   // Raw weights in shared memory as [output channel][tap].
   __device__ void store(Raw* raw, int tid) const {

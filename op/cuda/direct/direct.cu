@@ -22,17 +22,17 @@ __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
     // W fastest, so neighbouring threads read neighbouring input columns.
     const int64_t ox = i % p.out_w;
     const int64_t oy = (i / p.out_w) % p.out_h;
-    const int64_t co = (i / (p.out_w * p.out_h)) % kOutChannels;
-    const int64_t n = i / (p.out_w * p.out_h * kOutChannels);
+    const int64_t co = (i / (p.out_w * p.out_h)) % p.out_channels;
+    const int64_t n = i / (p.out_w * p.out_h * p.out_channels);
     const float acc = direct_output<T>(p, n, co, oy, ox);
     out[n * p.out_stride[0] + co * p.out_stride[1] + oy * p.out_stride[2] +
-        ox * p.out_stride[3]] = from_float<T>(acc);
+        ox * p.out_stride[3]] = relu_output<T>(acc, p.relu);
   }
 }
 
 template <DType T>
 cudaError_t launch_direct_typed(const Problem& p, cudaStream_t stream) {
-  const int64_t total = p.batch * kOutChannels * p.out_h * p.out_w;
+  const int64_t total = p.batch * p.out_channels * p.out_h * p.out_w;
   if (total == 0) return cudaSuccess;
   constexpr int kBlock = 256;
   // Grid-stride loop: cap the grid; every index stays int64.

@@ -57,6 +57,7 @@ __device__ __forceinline__ Problem group_problem(const Problem& p) {
     g.weight = static_cast<const char*>(p.weight) + c0 * p.weight_stride[0] * bytes;
     if (p.bias) g.bias = static_cast<const char*>(p.bias) + c0 * p.bias_stride * bytes;
     g.output = static_cast<char*>(p.output) + c0 * p.out_stride[1] * bytes;
+    g.out_channels = p.out_channels - c0;  // > 0: launch_kernel starts no group past them
     return g;
   }
 }
@@ -174,13 +175,15 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMa
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
-  // A persistent grid: every CTA resident at once, the groups of a tile side by side.
-  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / F::kGroups, 1));
+  // A persistent grid: every CTA resident at once, the groups of a tile side by side. Groups
+  // wholly past the weight's channels (Problem::out_channels) are not launched.
+  const int groups = int((p.out_channels + F::kChannels - 1) / F::kChannels);
+  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / groups, 1));
   TilePlan ordered = plan;
   if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {
     ordered.order = contiguous_runs(plan.tiles, grid);
   }
-  kernel<<<dim3(unsigned(grid), F::kGroups), kTileThreads, smem, stream>>>(p, ordered, window_map);
+  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, smem, stream>>>(p, ordered, window_map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 

@@ -55,7 +55,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   }
   if (tid < F::kChannels) {
     const Raw* b = static_cast<const Raw*>(p.bias);
-    bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
+    bias[tid] = b && tid < p.out_channels ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // B was written through the generic proxy; the tensor cores read it through the async proxy.

@@ -159,11 +159,11 @@ __device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan
   using S = typename Storage<T>::type;
   S* out = static_cast<S*>(p.output);
 #pragma unroll 1
-  for (int e = thread; e < kTilePixels * int(kOutChannels); e += kProducerThreads) {
+  for (int e = thread; e < kTilePixels * int(p.out_channels); e += kProducerThreads) {
     const int co = e / kTilePixels;  // consecutive threads, consecutive pixels
     const Pixel px = place_pixel(plan, tile, p, e % kTilePixels);
     if (px.out >= 0) {
-      out[px.out + co * p.out_stride[1]] = from_float<T>(direct_output<T>(p, tile.n, co, px.oy, px.ox));
+      out[px.out + co * p.out_stride[1]] = relu_output<T>(direct_output<T>(p, tile.n, co, px.oy, px.ox), p.relu);
     }
   }
 }

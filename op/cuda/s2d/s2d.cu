@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   if (tid < kTapSteps * 16) k_taps[tid] = step_tap(tid / 16, tid % 16);
   if (tid < kOutChannels) {
     const Raw* b = static_cast<const Raw*>(p.bias);
-    bias[tid] = b ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
+    bias[tid] = b && tid < p.out_channels ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
   }
   // float32 multiplied as fp16: B holds the weights times a power of two (its
   // barrier publishes the ring, k_taps and the bias; the raw slots, free until the
