@@ -50,7 +50,9 @@ def test_from_conv2d_shares_parameters_and_runs_the_op(device, bias, generator):
     with torch.no_grad():
         out = module(x)
         assert_matches_reference(out, x, conv.weight, conv.bias, padding=2, relu=True)
-        assert torch.allclose(out, torch.relu(conv(x)), atol=1e-5, rtol=1e-4)
+        # nn.Conv2d itself with TF32 off (cuDNN's default rounds to TF32), within the op's contract.
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            assert torch.allclose(out, torch.relu(conv(x)), atol=1e-4, rtol=1e-4)
         scripted = torch.jit.script(module)
         assert torch.equal(scripted(x), out)
         if _compat.has("export"):
