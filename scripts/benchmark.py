@@ -8,6 +8,7 @@ fp16/bf16 errors include input/output rounding.
 
     python scripts/benchmark.py --quick
     python scripts/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/latest.md
+    python scripts/benchmark.py --quick --out-channels 64 --relu   # torchvision's AlexNet's conv1 + ReLU
 """
 from __future__ import annotations
 
@@ -70,27 +71,31 @@ def _cast(conv: nn.Conv2d, x32: torch.Tensor, dtype: torch.dtype, channels_last:
     return x, w, conv.bias.detach().to(dtype)
 
 
-def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool) -> list[Contender]:
+def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool,
+                    relu: bool = False) -> list[Contender]:
+    """relu: every contender computes relu(conv(x)) -- alexconv fused (relu=True), the others
+    as the layer and nn.ReLU in a network run it, a second pass (compile may fuse it)."""
     # Read at startup, i.e. torch's defaults: the baseline is whatever a user gets out of the box.
     default_prec = "fp32/tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
-    out = [Contender(BASELINE, torch.float32, default_prec, "cudnn", lambda conv, x: (lambda: conv(x)))]
+    act = F.relu if relu else (lambda y: y)
+    out = [Contender(BASELINE, torch.float32, default_prec, "cudnn", lambda conv, x: (lambda: act(conv(x))))]
 
     def alex(dtype, tf32=False, channels_last=False):
         def build(conv, x32):
             x, w, b = _cast(conv, x32, dtype, channels_last)
-            return lambda: alexconv.conv1(x, w, b, allow_tf32=tf32)
+            return lambda: alexconv.conv1(x, w, b, allow_tf32=tf32, relu=relu)
         return build
 
     def cudnn(dtype, channels_last):
         def build(conv, x32):
             x, w, b = _cast(conv, x32, dtype, channels_last)
-            return lambda: F.conv2d(x, w, b, stride=STRIDE, padding=PAD)
+            return lambda: act(F.conv2d(x, w, b, stride=STRIDE, padding=PAD))
         return build
 
     def compiled(mode):
         def build(conv, x32):
             torch._dynamo.reset()  # one fresh graph per shape instead of hitting the recompile limit
-            model = torch.compile(conv, mode=mode, dynamic=False)
+            model = torch.compile(nn.Sequential(conv, nn.ReLU()) if relu else conv, mode=mode, dynamic=False)
             return lambda: model(x32)
         return build
 
@@ -196,20 +201,22 @@ def run_contender(c: Contender, conv, x32, ref, timer) -> dict:
         return {"ms": timer(fn), "max_abs_err": max_abs, "rel_err": rel}
 
 
-def run_shape(size, batch, contenders, conv, timer, bw, seed, progress) -> list[dict]:
+def run_shape(size, batch, contenders, conv, timer, bw, seed, progress, relu=False) -> list[dict]:
     ho = (size + 2 * PAD - K) // STRIDE + 1
-    flops = 2 * batch * C_OUT * ho * ho * C_IN * K * K
+    c_out = conv.out_channels
+    flops = 2 * batch * c_out * ho * ho * C_IN * K * K
     rows, x32, ref = [], None, None
     try:
         torch.manual_seed(seed + size * 7919 + batch)
         x32 = torch.rand(batch, C_IN, size, size, device="cuda")
         ref = F.conv2d(x32.double(), conv.weight.double(), conv.bias.double(), stride=STRIDE, padding=PAD)
+        ref = F.relu(ref) if relu else ref
     except torch.cuda.OutOfMemoryError:
         ref = None  # no accuracy numbers, timings may still fit
     shape_skip = None if x32 is not None else "OOM allocating input"
     for c in contenders:
         it = c.dtype.itemsize
-        nbytes = it * (batch * C_IN * size * size + batch * C_OUT * ho * ho + C_OUT * (C_IN * K * K + 1))
+        nbytes = it * (batch * C_IN * size * size + batch * c_out * ho * ho + c_out * (C_IN * K * K + 1))
         row = {"size": size, "batch": batch, "contender": c.name, "dtype": c.precision, "family": c.family,
                "flops": flops, "bytes": nbytes, "skip": shape_skip or c.skip}
         if row["skip"] is None:
@@ -357,6 +364,9 @@ def parse_args(argv=None):
     p.add_argument("--rep-ms", type=float, help="timing budget per measurement (default 200, quick 50)")
     p.add_argument("--bw-gib", type=float, default=2.0, help="copy size for the bandwidth measurement")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-channels", type=int, default=C_OUT,
+                   help="the layer's output channels (default 96; torchvision's AlexNet has 64)")
+    p.add_argument("--relu", action="store_true", help="time conv + ReLU (alexconv's relu=True)")
     p.add_argument("--json", type=Path, default=REPO / "benchmarks/latest.json")
     p.add_argument("--plot", type=Path, default=REPO / "benchmarks/latest.png", help="'none': no plot")
     p.add_argument("--markdown", type=Path, help="also write environment + tables to this file")
@@ -392,7 +402,8 @@ def emulated_rows(cc: str, args) -> list[dict]:
         cmd = [sys.executable, __file__, "--contenders", "alexconv", "--json", str(out), "--plot", "none",
                "--batches", *map(str, args.batches), "--sizes", *map(str, args.sizes), "--timer", args.timer,
                "--warmup-ms", str(args.warmup_ms), "--rep-ms", str(args.rep_ms), "--seed", str(args.seed),
-               "--bw-gib", "0.25"] + (["--cold-l2"] if args.cold_l2 else [])
+               "--bw-gib", "0.25", "--out-channels", str(args.out_channels)] + (["--cold-l2"] if args.cold_l2 else []) + (
+                   ["--relu"] if args.relu else [])
         env = dict(os.environ, ALEXCONV_EMULATE_DEVICE=cc)
         done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0 or not out.exists():
@@ -411,7 +422,7 @@ def main(argv=None) -> int:
         print("error: CUDA is not available; this benchmark needs an NVIDIA GPU.", file=sys.stderr)
         return 2
     alexconv, alex_err = import_alexconv()
-    contenders = make_contenders(alexconv, args.compile_modes, args.cudnn_benchmark)
+    contenders = make_contenders(alexconv, args.compile_modes, args.cudnn_benchmark, args.relu)
     if args.contenders:
         subs = [s.lower() for s in args.contenders]
         contenders = [c for c in contenders if c.name == BASELINE or any(s in c.name.lower() for s in subs)]
@@ -422,11 +433,14 @@ def main(argv=None) -> int:
     timer, timer_desc = make_timer(args)
     bw = measure_bandwidth(timer, args.bw_gib)
     env = environment(timer_desc, bw)
+    env["layer"] = f"Conv2d({C_IN}, {args.out_channels}, {K}, stride={STRIDE}, padding={PAD})" + (
+        " + ReLU" if args.relu else "")
     print("# alexconv conv1 benchmark\n")
     print("\n".join(f"- {k}: {v}" for k, v in env.items()) + "\n", flush=True)
 
     torch.manual_seed(args.seed)
-    conv = nn.Conv2d(C_IN, C_OUT, K, stride=STRIDE, padding=PAD).cuda()  # == alexconv.Model.conv1, default init
+    # == alexconv.Model.conv1 (at 96 channels), default init
+    conv = nn.Conv2d(C_IN, args.out_channels, K, stride=STRIDE, padding=PAD).cuda()
     shapes = [(s, b) for s in args.sizes for b in args.batches]
     total, done, rows = len(shapes) * len(contenders), 0, []
 
@@ -439,7 +453,7 @@ def main(argv=None) -> int:
 
     with torch.no_grad():
         for size, batch in shapes:
-            rows += run_shape(size, batch, contenders, conv, timer, bw, args.seed, progress)
+            rows += run_shape(size, batch, contenders, conv, timer, bw, args.seed, progress, args.relu)
     for cc in args.emulate:
         rows += emulated_rows(cc, args)
 
