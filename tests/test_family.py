@@ -131,6 +131,27 @@ def test_fused_relu_is_torch_relu_of_the_unfused_op(device, dtype, padding, gene
         assert negative_zero[:, 0].any(), "the case made no -0.0: it would not tell the orders apart"
 
 
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_nonfinite_inputs_with_64_channels_and_relu(device, dtype, generator):
+    """NaN and Inf through the 64-channel kernels and the fused relu (on CUDA, tiles holding
+    them may take the exact fallback, which stores through the same rule): as F.relu of the
+    float64 F.conv2d, NaN stays NaN, +Inf stays, -Inf (and +Inf - Inf = NaN) follow."""
+    x = make_input(2, 45, 38, dtype, device, generator=generator)
+    w, b = make_weight(dtype, device, generator=generator, out_channels=64)
+    flat = x.view(-1)
+    picks = torch.randperm(flat.numel(), generator=generator)[:15].to(device)
+    flat[picks] = torch.tensor([float("nan"), float("inf"), float("-inf")] * 5, dtype=dtype, device=device)
+    out = conv1(x, w, b, relu=True)
+    ref = reference(x, w, b, relu=True)
+    assert ref.isnan().any() and ref.isinf().any()
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+    assert (out[ref.isinf()] > 0).all() and (out[~ref.isnan()] >= 0).all()
+    finite = ref.isfinite()
+    limit = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}[dtype]
+    assert rel_norm_error(out[finite], ref[finite]) <= limit
+
+
 def test_meta_shapes_follow_channels_and_padding():
     for channels in (1, 64, 256):
         for padding in range(6):
