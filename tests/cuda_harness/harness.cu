@@ -133,6 +133,20 @@ void run_case(const Launch& L, const Problem& p, Mode mode, const Layout& out_la
 }
 
 
+// The cases of group g whose label holds `filter`, in the modes stored as `storage` (float32 also
+// runs allow_tf32 on the same data), as the library would launch them.
+std::vector<std::pair<Mode, Launch>> cases_of(const Group& g, Mode storage, const std::vector<DeviceClass>& classes,
+                                              const std::string& filter) {
+  std::vector<std::pair<Mode, Launch>> todo;
+  for (Mode m : kModes) {
+    if (storage_of(m) != storage) continue;
+    for (const Launch& L : plan_launches(planning_problem(g, m), m, classes)) {
+      if (case_label(L, classes, m, describe(g)).find(filter) != std::string::npos) todo.push_back({m, L});
+    }
+  }
+  return todo;
+}
+
 char* upload(Mode m, const Layout& l, const std::vector<double>& dense, double fill) {
   const int eb = harness::mode_bytes(m);
   std::vector<unsigned char> buf(size_t(std::max<int64_t>(l.span, 1) * eb));
@@ -180,19 +194,9 @@ int run_all(const std::string& filter, uint64_t seed) {
     std::exit(1);
   };
   // The plan first, so that a lost context can count what did not run.
-  const Group empty{0, 224, 224, "nchw", "nchw", "nchw", 1};
-  for (const Group& g : {empty}) {
-    for (Mode m : kModes) {
-      const Problem p = make_problem(g, m, layouts_of(g), kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
-      for (const Launch& L : plan_launches(p, m, classes)) planned += case_label(L, classes, m, describe(g)).find(filter) != std::string::npos;
-    }
-  }
-  for (const Group& g : kGroups) {
-    const Layouts l = layouts_of(g);
-    for (Mode m : kModes) {
-      const Problem p = make_problem(g, m, l, kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
-      for (const Launch& L : plan_launches(p, m, classes)) planned += case_label(L, classes, m, describe(g)).find(filter) != std::string::npos;
-    }
+  for (Mode storage : kStorages) {
+    planned += int(cases_of(kEmpty, storage, classes, filter).size());
+    for (const Group& g : kGroups) planned += int(cases_of(g, storage, classes, filter).size());
   }
   const auto t0 = std::chrono::steady_clock::now();
   double reference_s = 0;
@@ -200,34 +204,25 @@ int run_all(const std::string& filter, uint64_t seed) {
     const Group& g = kGroups[gi];
     const Layouts l = layouts_of(g);
     const std::string shape = describe(g);
-    for (Mode storage : {Mode::kFloat32, Mode::kFloat16, Mode::kBFloat16}) {
-      // This storage's cases (float32 also runs allow_tf32 on the same data).
-      std::vector<std::pair<Mode, Launch>> todo;
-      for (Mode m : kModes) {
-        if (storage_of(m) != storage) continue;
-        const Problem p = make_problem(g, m, l, kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
-        for (const Launch& L : plan_launches(p, m, classes)) {
-          if (case_label(L, classes, m, shape).find(filter) != std::string::npos) todo.push_back({m, L});
-        }
-      }
+    for (Mode storage : kStorages) {
+      const std::vector<std::pair<Mode, Launch>> todo = cases_of(g, storage, classes, filter);
       if (todo.empty()) continue;
       const HostData data = make_data(g, storage, seed + 1000 * gi + uint64_t(storage));
       const auto r0 = std::chrono::steady_clock::now();
       const harness::Reference ref =
-          harness::reference(data.x, data.w, g.bias_scale != 0 ? &data.b : nullptr, g.n, g.h, g.w);
+          harness::reference(data.x, data.w, g.bias_scale != 0 ? &data.b : nullptr, g.n, g.h, g.w, g.relu);
       reference_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
       char* in = upload(storage, l.in, data.x, 1000.0);
       char* w = upload(storage, l.weight, data.w, 1000.0);
-      char* b = upload(storage, harness::make_layout("nchw", 1, 96, 1, 1),
-                       g.bias_scale != 0 ? data.b : std::vector<double>(96, 0.0), 1000.0);
+      char* b = upload(storage, harness::make_layout("nchw", 1, g.channels, 1, 1),
+                       g.bias_scale != 0 ? data.b : std::vector<double>(size_t(g.channels), 0.0), 1000.0);
       const size_t bytes = size_t(l.out.span * harness::mode_bytes(storage)) + 2 * kGuard;
       char* out = nullptr;
       CHECK_CUDA(cudaMalloc(&out, bytes));
       for (const auto& [m, L] : todo) {
         const Problem p = make_problem(g, m, l, in, w, b, out + kGuard);
-        const Problem planned_p = make_problem(g, m, l, kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
         const std::string label = case_label(L, classes, m, shape);
-        if (p.out_pixel_major != planned_p.out_pixel_major) std::printf("note: %s: alignment differs from the plan\n", label.c_str());
+        if (p.out_pixel_major != planning_problem(g, m).out_pixel_major) std::printf("note: %s: alignment differs from the plan\n", label.c_str());
         run_case(L, p, m, l.out, classes, s, out, bytes, ref, label, tally, lost);
         stop_if_lost();
       }
@@ -236,15 +231,15 @@ int run_all(const std::string& filter, uint64_t seed) {
   }
   // Batch 0: every launcher returns without touching the output (the library never calls
   // them so, conv1_cuda.cpp returns the empty tensor first; they must still be harmless).
-  const Layouts el = layouts_of(empty);
+  const Layouts el = layouts_of(kEmpty);
   char *sentinel = nullptr, *operands = nullptr;
   CHECK_CUDA(cudaMalloc(&sentinel, kGuard));
   CHECK_CUDA(cudaMalloc(&operands, 96 * 363 * 4 + 96 * 4));
   CHECK_CUDA(cudaMemset(operands, 0, 96 * 363 * 4 + 96 * 4));
   for (Mode m : kModes) {
-    const Problem p = make_problem(empty, m, el, operands, operands, operands + 96 * 363 * 4, sentinel);
+    const Problem p = make_problem(kEmpty, m, el, operands, operands, operands + 96 * 363 * 4, sentinel);
     for (const Launch& L : plan_launches(p, m, classes)) {
-      const std::string label = case_label(L, classes, m, describe(empty));
+      const std::string label = case_label(L, classes, m, describe(kEmpty));
       if (label.find(filter) == std::string::npos) continue;
       std::vector<unsigned char> host;
       std::string why = run_once(L, p, classes, s, sentinel, kGuard, host, label, lost);
@@ -277,22 +272,14 @@ int list_cases(const std::string& spec) {
   native.major = major, native.minor = minor, native.max_smem_per_block_optin = size_t(smem), native.sm_count = sms;
   const std::vector<DeviceClass> classes = device_classes(native);
   int count = 0;
-  for (const Group& g : kGroups) {
-    const Layouts l = layouts_of(g);
-    for (Mode m : kModes) {
-      const Problem p = make_problem(g, m, l, kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
-      for (const Launch& L : plan_launches(p, m, classes)) {
+  std::vector<Group> groups(std::begin(kGroups), std::end(kGroups));
+  groups.push_back(kEmpty);
+  for (const Group& g : groups) {
+    for (Mode storage : kStorages) {
+      for (const auto& [m, L] : cases_of(g, storage, classes, "")) {
         std::printf("%s\n", case_label(L, classes, m, describe(g)).c_str());
         ++count;
       }
-    }
-  }
-  const Group empty{0, 224, 224, "nchw", "nchw", "nchw", 1};
-  for (Mode m : kModes) {
-    const Problem p = make_problem(empty, m, layouts_of(empty), kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
-    for (const Launch& L : plan_launches(p, m, classes)) {
-      std::printf("%s\n", case_label(L, classes, m, describe(empty)).c_str());
-      ++count;
     }
   }
   std::printf("%d cases planned\n", count);

@@ -20,15 +20,24 @@ using namespace alexconv::cuda;  // kernel_api.h: Problem, DeviceInfo, the fit q
 
 // One input configuration. Layouts: "nchw", "nhwc" (channels_last), "wstride2" (input only).
 // bias_scale 0: no bias; 64: a bias far larger than the sum (accumulators start at the bias).
+// channels: the weight's output channels (Problem::out_channels: a multiple of 8 up to 96);
+// relu: fused in the epilogue (Problem::relu).
 struct Group {
   int64_t n, h, w;
   const char *in_kind, *out_kind, *w_kind;
   double bias_scale;
+  int64_t channels = 96;
+  bool relu = false;
 };
 // Small ragged shapes (one-past tile and stride boundaries, multi-strip plans, 16-bit boxes
 // past 256 columns; tests/test_correctness.py's reasons), one batch-8 224x224, channels_last
-// input and output, a non-unit column stride, a channels_last weight. The CPU reference costs
-// 363 MACs per output: about 4.6e9 MACs in all, well under 60 s on 16 cores.
+// input and output, a non-unit column stride, a channels_last weight. Then other channel counts
+// and relu (issue 46): torchvision's AlexNet (64 channels, relu) at 224 wide, whose 16-bit rows
+// are whole 16-byte units (TMA boxes, 16-byte copies); one n-tile (8) into channels_last, where a
+// 16-bit pixel is one 16-byte store; 40 (HalfN's first group only, QuarterN's two of four) with
+// relu and no bias, where relu zeroes about half the outputs; 88 (every split group, the last
+// partly) with a channels_last weight; 96 with relu. The CPU reference costs 363 MACs per
+// output: about 5.5e9 MACs in all, well under 60 s on 16 cores.
 inline const Group kGroups[] = {
     {1, 7, 7, "nchw", "nchw", "nchw", 1},          {1, 67, 67, "nchw", "nchw", "nchw", 1},
     {3, 67, 67, "nchw", "nchw", "nchw", 0},        {3, 99, 131, "nchw", "nchw", "nchw", 1},
@@ -37,7 +46,12 @@ inline const Group kGroups[] = {
     {8, 224, 224, "nchw", "nchw", "nchw", 1},      {3, 99, 131, "nhwc", "nhwc", "nchw", 1},
     {2, 227, 227, "nhwc", "nhwc", "nchw", 1},      {2, 67, 99, "wstride2", "nchw", "nchw", 1},
     {2, 35, 35, "nchw", "nhwc", "nhwc", 64},
+    {2, 224, 224, "nchw", "nchw", "nchw", 1, 64, true}, {2, 35, 43, "nchw", "nhwc", "nchw", 1, 8, true},
+    {3, 99, 131, "nchw", "nchw", "nchw", 0, 40, true},  {2, 40, 256, "nchw", "nchw", "nhwc", 1, 88},
+    {3, 67, 67, "nhwc", "nhwc", "nchw", 1, 96, true},
 };
+// Batch 0: every launcher must return without touching the output.
+inline const Group kEmpty{0, 224, 224, "nchw", "nchw", "nchw", 1};
 inline const Mode kModes[] = {Mode::kFloat32, Mode::kTf32, Mode::kFloat16, Mode::kBFloat16};
 
 struct DeviceClass {
@@ -100,8 +114,8 @@ struct Layouts {
   Layout in, weight, out;
 };
 inline Layouts layouts_of(const Group& g) {
-    return {make_layout(g.in_kind, g.n, 3, g.h, g.w), make_layout(g.w_kind, 96, 3, 11, 11),
-          make_layout(g.out_kind, g.n, 96, out_size(g.h), out_size(g.w))};
+  return {make_layout(g.in_kind, g.n, 3, g.h, g.w), make_layout(g.w_kind, g.channels, 3, 11, 11),
+          make_layout(g.out_kind, g.n, g.channels, out_size(g.h), out_size(g.w))};
 }
 
 // The kernels' view of a call, as conv1_cuda.cpp make_problem builds it.
@@ -120,14 +134,16 @@ inline Problem make_problem(const Group& g, Mode mode, const Layouts& l, const c
   for (int i = 0; i < 4; ++i) {
     p.in_stride[i] = l.in.stride[i], p.weight_stride[i] = l.weight.stride[i], p.out_stride[i] = l.out.stride[i];
   }
+  p.out_channels = g.channels, p.relu = g.relu;
   p.out_pixel_major = pixel_major_output(p);
   return p;
 }
 
 inline std::string describe(const Group& g) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%lldx3x%lldx%lld %s->%s w:%s %s", (long long)g.n, (long long)g.h, (long long)g.w,
-                g.in_kind, g.out_kind, g.w_kind, g.bias_scale == 0 ? "nobias" : g.bias_scale == 1 ? "bias" : "bias*64");
+  std::snprintf(buf, sizeof buf, "%lldx3x%lldx%lld->%lld %s->%s w:%s %s%s", (long long)g.n, (long long)g.h,
+                (long long)g.w, (long long)g.channels, g.in_kind, g.out_kind, g.w_kind,
+                g.bias_scale == 0 ? "nobias" : g.bias_scale == 1 ? "bias" : "bias*64", g.relu ? " relu" : "");
   return buf;
 }
 inline std::string case_label(const Launch& L, const std::vector<DeviceClass>& classes, Mode mode, const std::string& shape) {
@@ -141,6 +157,9 @@ inline std::string case_label(const Launch& L, const std::vector<DeviceClass>& c
 inline constexpr size_t kGuard = 4096;
 // Planning needs pointers only for their alignment: cudaMalloc's are 256-byte aligned.
 inline char* const kFakeBase = reinterpret_cast<char*>(uintptr_t(1) << 20);
+inline Problem planning_problem(const Group& g, Mode mode) {
+  return make_problem(g, mode, layouts_of(g), kFakeBase, kFakeBase, kFakeBase, kFakeBase + kGuard);
+}
 
 inline bool guards_intact(const std::vector<unsigned char>& host, size_t bytes) {
   for (size_t i = 0; i < kGuard; ++i) {
@@ -150,6 +169,7 @@ inline bool guards_intact(const std::vector<unsigned char>& host, size_t bytes) 
 }
 
 inline Mode storage_of(Mode m) { return m == Mode::kTf32 ? Mode::kFloat32 : m; }
+inline const Mode kStorages[] = {Mode::kFloat32, Mode::kFloat16, Mode::kBFloat16};
 
 // Fresh inputs for a group in a storage dtype: uniform, fixed seed, no element zero after
 // rounding. Weight and bias as nn.Conv2d initialises them: U(-1/sqrt(363), 1/sqrt(363)).
@@ -168,8 +188,8 @@ inline HostData make_data(const Group& g, Mode storage, uint64_t seed) {
   const float bound = float(1.0 / std::sqrt(363.0));
   HostData d;
   draw(d.x, size_t(g.n * 3 * g.h * g.w), 1.0f);
-  draw(d.w, size_t(96 * 363), bound);
-  if (g.bias_scale != 0) draw(d.b, 96, float(bound * g.bias_scale));
+  draw(d.w, size_t(g.channels * 363), bound);
+  if (g.bias_scale != 0) draw(d.b, size_t(g.channels), float(bound * g.bias_scale));
   return d;
 }
 

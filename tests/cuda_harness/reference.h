@@ -145,20 +145,32 @@ inline std::vector<double> gather(Mode m, const Layout& l, const unsigned char* 
 
 // ---- The float64 reference, F.conv2d(x, w, b, stride=4, padding=2) on dense NCHW values, and
 // its magnitude sum |x|*|w| + |b| (the scale of a rounded path's error), per output element.
-constexpr int64_t kC = 3, kK = 11, kS = 4, kP = 2, kOC = 96, kTaps = kC * kK * kK;
+// The output channels are the weight's: w.size() / 363.
+constexpr int64_t kC = 3, kK = 11, kS = 4, kP = 2, kTaps = kC * kK * kK;
 inline int64_t out_size(int64_t in) { return (in + 2 * kP - kK) / kS + 1; }
 
 struct Reference {
-  std::vector<double> value, magnitude;  // dense [n][96][oh][ow]
+  std::vector<double> value, magnitude;  // dense [n][channels][oh][ow], the convolution before relu
+  bool relu = false;                     // the output holds expected(), not value
 };
+
+// What output element i should hold in mode m. With relu fused (Problem::relu), torch.relu of the
+// stored value as CUDA torch computes it (relu_output, op/cuda/common/dtype.cuh): +0.0 wherever
+// the value rounded to the output dtype is <= 0 (-0.0 included; a positive value too small for
+// the dtype rounds to +0.0), else the float64 value, whose rounding the bound covers as without
+// relu. NaN stays NaN (the comparison is false).
+inline double expected(Mode m, const Reference& r, size_t i) {
+  return r.relu && round_to_mode(m, float(r.value[i])) <= 0 ? 0.0 : r.value[i];
+}
 
 // Each output pixel gathers its 363 taps (zeros in the padding) once, then takes one dot
 // product per channel: 363 MACs per output, threads over rows of output pixels.
 inline Reference reference(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* b,
-                           int64_t n, int64_t h, int64_t wd) {
-  const int64_t oh = out_size(h), ow = out_size(wd);
+                           int64_t n, int64_t h, int64_t wd, bool relu) {
+  const int64_t oh = out_size(h), ow = out_size(wd), channels = int64_t(w.size()) / kTaps;
   Reference r;
-  r.value.assign(size_t(n * kOC * oh * ow), 0.0);
+  r.relu = relu;
+  r.value.assign(size_t(n * channels * oh * ow), 0.0);
   r.magnitude.assign(r.value.size(), 0.0);
   std::vector<double> wabs(w.size());
   for (size_t i = 0; i < w.size(); ++i) wabs[i] = std::fabs(w[i]);
@@ -175,12 +187,12 @@ inline Reference reference(const std::vector<double>& x, const std::vector<doubl
               patch[k] = inside ? x[size_t(((in * kC + c) * h + iy) * wd + ix)] : 0.0;
               pabs[k] = std::fabs(patch[k]);
             }
-        for (int64_t co = 0; co < kOC; ++co) {
+        for (int64_t co = 0; co < channels; ++co) {
           const double* wr = &w[size_t(co * kTaps)];
           const double* ar = &wabs[size_t(co * kTaps)];
           double s = b ? (*b)[size_t(co)] : 0.0, m = b ? std::fabs((*b)[size_t(co)]) : 0.0;
           for (int64_t k = 0; k < kTaps; ++k) s += patch[k] * wr[k], m += pabs[k] * ar[k];
-          const size_t o = size_t(((in * kOC + co) * oh + oy) * ow + ox);
+          const size_t o = size_t(((in * channels + co) * oh + oy) * ow + ox);
           r.value[o] = s;
           r.magnitude[o] = m;
         }
@@ -197,7 +209,8 @@ inline Reference reference(const std::vector<double>& x, const std::vector<doubl
 
 // ---- The contract (tests/conftest.py): float32 allclose(1e-4, 1e-4) against float64; the
 // rounded paths a relative norm error (TF32 1e-3, float16 2e-3, bfloat16 1e-2) and per element
-// |out - ref| <= u * |ref| + c * magnitude + tiny * eps. NaN anywhere fails.
+// |out - ref| <= u * |ref| + c * magnitude + tiny * eps. NaN anywhere fails. With relu, ref is
+// expected() and the bound the convolution's (judge).
 struct Bound {
   double u, c, floor;
 };
@@ -223,10 +236,15 @@ struct Verdict {
   bool pass = true;
   double max_err = 0, rel_err = 0;
   int64_t nan = 0, over = 0;  // NaN elements, elements past their bound
+  int64_t relu_broken = 0;    // with relu: elements that break its rule (judge)
   int64_t worst = -1;         // dense index of the element furthest past its bound
   std::string why;
 };
 
+// Every element against expected() within the bound of the convolution's value (relu moves no
+// value further from the reference: |relu(a) - relu(b)| <= |a - b|). With relu, its rule exactly
+// too: nothing stored below zero or as -0.0, and +0.0 wherever the value is below zero by more
+// than its bound (there the kernel's own value was negative as well).
 inline Verdict judge(Mode m, const std::vector<double>& out, const Reference& ref) {
   Verdict v;
   if (out.size() != ref.value.size()) {
@@ -234,16 +252,21 @@ inline Verdict judge(Mode m, const std::vector<double>& out, const Reference& re
     return v;
   }
   double diff2 = 0, ref2 = 0, worst_excess = -INFINITY;
+  int64_t first_relu = -1;
   for (size_t i = 0; i < out.size(); ++i) {
-    const double r = ref.value[i], e = std::fabs(out[i] - r);
+    const double r = expected(m, ref, i), e = std::fabs(out[i] - r);
+    const double bound = element_bound(m, ref.value[i], ref.magnitude[i]);
     ref2 += r * r;
     if (std::isnan(out[i])) {  // e is NaN too: counted here, never compared
       ++v.nan;
       continue;
     }
+    if (ref.relu && (std::signbit(out[i]) || (ref.value[i] < -bound && out[i] != 0))) {
+      if (v.relu_broken++ == 0) first_relu = int64_t(i);
+    }
     diff2 += e * e;
     v.max_err = std::max(v.max_err, e);  // Inf stays Inf
-    const double excess = e - element_bound(m, r, ref.magnitude[i]);
+    const double excess = e - bound;
     if (!(excess <= 0)) ++v.over;
     if (excess > worst_excess) worst_excess = excess, v.worst = int64_t(i);
   }
@@ -258,8 +281,16 @@ inline Verdict judge(Mode m, const std::vector<double>& out, const Reference& re
     v.pass = false;
     const size_t w = size_t(v.worst);
     std::snprintf(buf, sizeof buf, "%lld elements past the per-element bound, worst #%lld: out %.9g ref %.9g bound %.3g; ",
-                  (long long)v.over, (long long)v.worst, out[w], ref.value[w],
+                  (long long)v.over, (long long)v.worst, out[w], expected(m, ref, w),
                   element_bound(m, ref.value[w], ref.magnitude[w]));
+    v.why += buf;
+  }
+  if (v.relu_broken > 0) {
+    v.pass = false;
+    const size_t f = size_t(first_relu);
+    std::snprintf(buf, sizeof buf, "%lld elements break relu (below zero, -0.0, or not +0.0 where the value is "
+                  "below -bound), first #%lld: out %.9g value %.9g; ", (long long)v.relu_broken, (long long)f, out[f],
+                  ref.value[f]);
     v.why += buf;
   }
   if (m != Mode::kFloat32 && !(v.rel_err <= rel_norm_limit(m))) {
