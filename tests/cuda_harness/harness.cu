@@ -9,8 +9,11 @@
 //   alexconv_cuda_harness --filter S    only the cases whose line contains S
 //   alexconv_cuda_harness --list 9.0:232448:132   the cases a GPU of that class gets (no GPU)
 //   alexconv_cuda_harness --self-test   CPU only: the reference and the judge, checked
+//   alexconv_cuda_harness --time [--time-channels C] [--filter S]   median kernel time per path
+//                                       at batch 256, 224x224, NCHW (C output channels, default 96)
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -161,7 +164,8 @@ char* upload(Mode m, const Layout& l, const std::vector<double>& dense, double f
 }
 
 
-int run_all(const std::string& filter, uint64_t seed) {
+// Device 0, described (with the build) on two lines, and the classes to plan as on it.
+std::vector<DeviceClass> open_device(uint64_t seed) {
   int dev = 0;
   CHECK_CUDA(cudaSetDevice(dev));
   cudaDeviceProp prop;
@@ -180,7 +184,11 @@ int run_all(const std::string& filter, uint64_t seed) {
   std::printf("build: nvcc %d.%d, targets %s, sm_90a kernels %s; seed %llu\n", __CUDACC_VER_MAJOR__,
               __CUDACC_VER_MINOR__, ALEXCONV_HARNESS_ARCHS, wgmma_available({0, 9, 0}) ? "yes" : "no",
               (unsigned long long)seed);
-  const std::vector<DeviceClass> classes = device_classes(native);
+  return device_classes(native);
+}
+
+int run_all(const std::string& filter, uint64_t seed) {
+  const std::vector<DeviceClass> classes = open_device(seed);
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreate(&s));
   Tally tally;
@@ -260,6 +268,78 @@ int run_all(const std::string& filter, uint64_t seed) {
   return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }
 
+// ---- --time: every launch path's kernel time at the benchmark's shape (batch 256, 224x224, NCHW,
+// bias, no relu), so that a kernel change can be timed from a binary built on the CPU machine
+// without the torch extension. No correctness check here: the default mode does that.
+int time_paths(const std::string& filter, uint64_t seed, int64_t channels) {
+  const std::vector<DeviceClass> classes = open_device(seed);
+  const Group g{256, 224, 224, "nchw", "nchw", "nchw", 1, channels, false};
+  const Layouts l = layouts_of(g);
+  // Each timed launch follows a memset of several times the L2 (50 MB on an H100): the kernel
+  // starts cold, as a network layer does after the one before. No waits between launches: the
+  // host runs ahead of the GPU from the first warm-up on, so a launch's host-side set-up
+  // overlaps earlier GPU work instead of opening a gap between its pair of events.
+  constexpr int kWarmups = 3, kTimed = 20;
+  constexpr size_t kFlushBytes = size_t(256) << 20;
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreate(&s));
+  char* flush = nullptr;
+  CHECK_CUDA(cudaMalloc(&flush, kFlushBytes));
+  std::vector<cudaEvent_t> events(2 * kTimed);
+  for (cudaEvent_t& e : events) CHECK_CUDA(cudaEventCreate(&e));
+  std::printf("time: %s; per path %d warm-up launches, then %d timed (cudaEvent) each after a %zu MB L2 flush\n",
+              describe(g).c_str(), kWarmups, kTimed, kFlushBytes >> 20);
+  std::printf("| %-12s | %-8s | %-7s | %-13s | %9s | %7s |\n", "path", "fit", "class", "mode", "median ms", "min ms");
+  std::printf("|--------------|----------|---------|---------------|-----------|---------|\n");
+  int failed = 0;
+  for (Mode storage : kStorages) {
+    const std::vector<std::pair<Mode, Launch>> todo = cases_of(g, storage, classes, filter);
+    if (todo.empty()) continue;
+    // Random operands (make_data: no element zero), as the check mode draws them.
+    const HostData data = make_data(g, storage, seed);
+    char* in = upload(storage, l.in, data.x, 1000.0);
+    char* w = upload(storage, l.weight, data.w, 1000.0);
+    char* b = upload(storage, harness::make_layout("nchw", 1, channels, 1, 1), data.b, 1000.0);
+    const size_t bytes = size_t(l.out.span * harness::mode_bytes(storage));
+    char* out = nullptr;
+    CHECK_CUDA(cudaMalloc(&out, bytes));
+    CHECK_CUDA(cudaMemset(out, 0xFF, bytes));
+    for (const auto& [m, L] : todo) {
+      const std::string label = case_label(L, classes, m, describe(g));
+      const Problem p = make_problem(g, m, l, in, w, b, out);
+      cudaError_t e = cudaSuccess;
+      for (int k = 0; k < kWarmups + kTimed && e == cudaSuccess; ++k) {
+        const int t = k - kWarmups;
+        if (t >= 0) CHECK_CUDA(cudaMemsetAsync(flush, 0, kFlushBytes, s));
+        if (t >= 0) CHECK_CUDA(cudaEventRecord(events[size_t(2 * t)], s));
+        e = launch(L, p, classes, s);
+        if (t >= 0) CHECK_CUDA(cudaEventRecord(events[size_t(2 * t + 1)], s));
+      }
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (e == cudaSuccess) e = wait_for(s, label);
+      if (e != cudaSuccess) {
+        ++failed;
+        std::printf("FAIL %s  %s\n", label.c_str(), cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        // A kernel's error is sticky: nothing after it could run.
+        if (cudaStreamSynchronize(s) != cudaSuccess) return 1;
+        continue;
+      }
+      std::vector<float> ms(kTimed);
+      for (int t = 0; t < kTimed; ++t) CHECK_CUDA(cudaEventElapsedTime(&ms[size_t(t)], events[size_t(2 * t)], events[size_t(2 * t + 1)]));
+      std::sort(ms.begin(), ms.end());
+      std::printf("| %-12s | %-8s | %-7s | %-13s | %9.3f | %7.3f |\n", L.kernel.c_str(), L.fit_name.c_str(),
+                  classes[size_t(L.cls)].name.c_str(), mode_name(m), 0.5 * (ms[kTimed / 2 - 1] + ms[kTimed / 2]), ms[0]);
+      std::fflush(stdout);
+    }
+    for (char* ptr : {in, w, b, out}) CHECK_CUDA(cudaFree(ptr));
+  }
+  for (cudaEvent_t e : events) CHECK_CUDA(cudaEventDestroy(e));
+  CHECK_CUDA(cudaFree(flush));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  return failed == 0 ? 0 : 1;
+}
+
 // ---- --list: the plan for a GPU class given as "major.minor:smem_bytes:sms" (no GPU needed).
 int list_cases(const std::string& spec) {
   DeviceInfo native;
@@ -291,6 +371,8 @@ int list_cases(const std::string& spec) {
 int main(int argc, char** argv) {
   std::string filter, list;
   uint64_t seed = 20240501;
+  bool timing = false;
+  int64_t channels = 96;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--self-test") return self_test();
@@ -300,11 +382,22 @@ int main(int argc, char** argv) {
       list = argv[++i];
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--time") {
+      timing = true;
+    } else if (a == "--time-channels" && i + 1 < argc) {
+      channels = std::strtoll(argv[++i], nullptr, 10);
     } else {
-      std::printf("usage: %s [--self-test] [--list major.minor:smem:sms] [--filter TEXT] [--seed N]\n", argv[0]);
+      std::printf("usage: %s [--self-test] [--list major.minor:smem:sms] [--filter TEXT] [--seed N]"
+                  " [--time [--time-channels C]]\n", argv[0]);
       return 2;
     }
   }
   if (!list.empty()) return list_cases(list);
+  // The kernels' range (kernel_api.h Problem::out_channels).
+  if (channels % 8 != 0 || channels < 8 || channels > 96) {
+    std::printf("--time-channels wants a multiple of 8 from 8 to 96\n");
+    return 2;
+  }
+  if (timing) return time_paths(filter, seed, channels);
   return run_all(filter, seed);
 }
