@@ -7,7 +7,8 @@
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
 #   On one 600 s device call fit: build test; forced; emulate bench; each sanitize-x)
 #   harness: the standalone kernel harness (tests/cuda_harness) as CUDA 11.8 built it on the CPU
-#   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here.
+#   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here;
+#   HARNESS_TIME=1 also times the carried binary's launch paths at batch 256 (--time).
 #   deploy: AOTInductor packages on CUDA from C++ and Python; distributed: DDP over NCCL and
 #   data-parallel inference on 1 and on every GPU (a 2-GPU kind).
 #
@@ -147,6 +148,8 @@ for step in "${steps[@]}"; do
       bin118=build/cuda-harness-11.8/alexconv_cuda_harness
       if [[ -x $bin118 ]]; then
         run_step harness-cuda11.8 "$bin118" ${HARNESS_ARGS:-}
+        # Not harness-*: the summary reads those for "N passed, M failed", this one for its table.
+        if [[ ${HARNESS_TIME:-0} == 1 ]]; then run_step time-harness-cuda11.8 "$bin118" --time ${HARNESS_TIME_ARGS:-}; fi
       else
         run_step harness-cuda11.8 bash -c "echo 'no $bin118: build it on the CPU machine with \
 bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
@@ -207,5 +210,5 @@ for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
-for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log; do [[ -f $f ]] && grep "^|" "$f"; done
+for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log "$OUT"/time-harness-*.log; do [[ -f $f ]] && grep "^|" "$f"; done
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL
