@@ -21,7 +21,7 @@ if "$PYTHON" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)"; t
   echo "== CUDA compile check skipped: torch has CUDA, so the package build compiled the kernels"; exit 0
 fi
 echo "== CUDA compile check (nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), the default targets of CMakeLists.txt):"
-echo "   compile-only, no GPU needed; about 1-2 minutes on 2 cores; then every kernel's registers and spills."
+echo "   compile-only, no GPU needed; about 2-4 minutes on 2 cores: every kernel's registers and spills, then the harness's self-test."
 [[ "${CI:-}" == "true" ]] || echo "   Skip it with ALEXCONV_SKIP_CUDA_CHECK=1 (CI never skips it)."
 SECONDS=0
 # The nvcc found above, by path: CMake's own search may prefer another toolkit (a Debian CUDA 11.8
@@ -39,4 +39,13 @@ cmake --build build/cuda-compile-check --target alexconv_cuda_kernels --clean-fi
 nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/wgmma_ceiling.cu -o build/cuda-compile-check/wgmma_ceiling \
   > build/cuda-compile-check/wgmma_ceiling.log 2>&1 || { cat build/cuda-compile-check/wgmma_ceiling.log; exit 1; }
 echo "== wgmma microbenchmark compiles"
+# The standalone harness (tests/cuda_harness) checks the kernels on a GPU against its own float64
+# reference and judge; --self-test checks those on the CPU. One target is enough for that (it
+# launches no kernel): about a minute and a half more.
+harness_dir=build/cuda-harness-ci
+OUT_DIR=$harness_dir NVCC="$(command -v nvcc)" ARCHS=80 bash scripts/build_cuda_harness.sh > build/cuda-harness-ci.log 2>&1 \
+  || { tail -n 40 build/cuda-harness-ci.log; exit 1; }
+"$harness_dir/alexconv_cuda_harness" --self-test > "$harness_dir/self-test.log" 2>&1 \
+  || { grep -v "^ok" "$harness_dir/self-test.log" | tail -n 40; exit 1; }
+echo "== CUDA harness self-test: $(tail -n 1 "$harness_dir/self-test.log")"
 echo "== CUDA compile check passed in ${SECONDS} s"
