@@ -145,14 +145,18 @@ for step in "${steps[@]}"; do
       # emulated 8.0 / 8.6 classes take, every element against a float64 CPU reference. The CUDA
       # 11.8 binary (static runtime) cannot be built here (this machine's nvcc is CUDA 13):
       # scripts/build_cuda_harness.sh builds it on the CPU machine, the device call carries it.
-      bin118=build/cuda-harness-11.8/alexconv_cuda_harness
-      if [[ -x $bin118 ]]; then
-        run_step harness-cuda11.8 "$bin118" ${HARNESS_ARGS:-}
+      # HARNESS_BIN: another carried build instead, e.g. build/cuda-harness-13 (nvcc 13 with 90a:
+      # the Hopper kernels too, which CUDA 11.8 cannot build) -- the quick way to check and time
+      # a kernel experiment without building the torch extension here.
+      bin=${HARNESS_BIN:-build/cuda-harness-11.8/alexconv_cuda_harness}
+      tag=$(basename "$(dirname "$bin")"); tag=${tag#cuda-}
+      if [[ -x $bin ]]; then
+        run_step "$tag" "$bin" ${HARNESS_ARGS:-}
         # Not harness-*: the summary reads those for "N passed, M failed", this one for its table.
-        if [[ ${HARNESS_TIME:-0} == 1 ]]; then run_step time-harness-cuda11.8 "$bin118" --time ${HARNESS_TIME_ARGS:-}; fi
+        if [[ ${HARNESS_TIME:-0} == 1 ]]; then run_step "time-$tag" "$bin" --time ${HARNESS_TIME_ARGS:-}; fi
       else
-        run_step harness-cuda11.8 bash -c "echo 'no $bin118: build it on the CPU machine with \
-bash scripts/build_cuda_harness.sh and carry build/cuda-harness-11.8'; exit 1"
+        run_step "$tag" bash -c "echo 'no $bin: build it on the CPU machine with \
+bash scripts/build_cuda_harness.sh and carry its folder'; exit 1"
       fi
       # The same harness from this machine's nvcc, by default for this GPU's class only (9.0a on
       # Hopper: the wgmma and space-to-depth kernels too).
