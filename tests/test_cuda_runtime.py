@@ -321,12 +321,17 @@ def test_long_runs_of_tiles(allow_tf32):
 # mode (TMA-staged), 3 of 67x93 where the space-to-depth kernel is forced (element loads).
 RANGE_CASES = ["huge inputs", "tiny inputs", "below fp16 inputs", "one image huge",
                "one image tiny", "scattered huge values", "huge weights", "tiny weights",
-               "dim inputs"]
+               "dim inputs", "half image tiny"]
+# Known gap (found by reading, 2026-11-26; docs/perf-notes.md): s2d votes per tile on the
+# largest input, so a tile holding normal values and outputs whose whole window is tiny (here
+# the left half of every image times 1e-7) multiplies those in float16 subnormals, past the
+# per-element bound. Strict: the day a fix lands, the xfail turns into a failure to remove it.
+RANGE_GAPS = {("half image tiny", "s2d")}
 
 
 @pytest.mark.parametrize("n,h,w", [(32, 224, 224), (3, 67, 93)], ids=["32x224", "3x67x93"])
 @pytest.mark.parametrize("case", RANGE_CASES)
-def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w):
+def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w, request):
     x = make_input(n, h, w, torch.float32, "cuda")
     weight, _ = make_weight(torch.float32, "cuda", bias=False)
     if case == "huge inputs":
@@ -348,6 +353,10 @@ def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w):
         weight *= 1e-9  # below fp16's smallest subnormal unless scaled
     elif case == "dim inputs":
         x = x.abs() * 1e-3  # fp16 normals, the fast path
+    elif case == "half image tiny":
+        x[..., : w // 2] *= 1e-7  # tiles that span both halves vote on the normal half
+    if (case, alexconv.conv1_kernel(x, weight, None, allow_tf32=True)) in RANGE_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: RANGE_GAPS"))
     out = conv1(x, weight, None, allow_tf32=True)
     for i in range(n):
         assert_matches_reference(out[i:i + 1], x[i:i + 1], weight, None, allow_tf32=True)
