@@ -5,7 +5,9 @@
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
 #                                [profile] [ceiling] [floor] [operands] [harness] [deploy] [distributed]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
-#   On one 600 s device call fit: build test; forced; emulate bench; each sanitize-x)
+#   On one 600 s device call fit: forced; emulate bench; each sanitize-x. build test no longer
+#   does (H200, 2026-11-26: build 140 s, the suite past 460 s): split the suite with PYTEST_ARGS,
+#   e.g. PYTEST_ARGS='tests/test_[a-f]*.py' for build test, then the rest in a second call.)
 #   harness: the standalone kernel harness (tests/cuda_harness) as CUDA 11.8 built it on the CPU
 #   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here;
 #   HARNESS_TIME=1 also times the carried binary's launch paths at batch 256 (--time).
