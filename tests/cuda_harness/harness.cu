@@ -9,8 +9,9 @@
 //   alexconv_cuda_harness --filter S    only the cases whose line contains S
 //   alexconv_cuda_harness --list 9.0:232448:132   the cases a GPU of that class gets (no GPU)
 //   alexconv_cuda_harness --self-test   CPU only: the reference and the judge, checked
-//   alexconv_cuda_harness --time [--time-channels C] [--filter S]   median kernel time per path
-//                                       at batch 256, 224x224, NCHW (C output channels, default 96)
+//   alexconv_cuda_harness --time [--time-channels C] [--time-relu] [--filter S]   median kernel
+//                                       time per path at batch 256, 224x224, NCHW (C output
+//                                       channels, default 96; relu fused or not)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -269,11 +270,11 @@ int run_all(const std::string& filter, uint64_t seed) {
 }
 
 // ---- --time: every launch path's kernel time at the benchmark's shape (batch 256, 224x224, NCHW,
-// bias, no relu), so that a kernel change can be timed from a binary built on the CPU machine
+// bias, relu as asked), so that a kernel change can be timed from a binary built on the CPU machine
 // without the torch extension. No correctness check here: the default mode does that.
-int time_paths(const std::string& filter, uint64_t seed, int64_t channels) {
+int time_paths(const std::string& filter, uint64_t seed, int64_t channels, bool relu) {
   const std::vector<DeviceClass> classes = open_device(seed);
-  const Group g{256, 224, 224, "nchw", "nchw", "nchw", 1, channels, false};
+  const Group g{256, 224, 224, "nchw", "nchw", "nchw", 1, channels, relu};
   const Layouts l = layouts_of(g);
   // Each timed launch follows a memset of several times the L2 (50 MB on an H100): the kernel
   // starts cold, as a network layer does after the one before. No waits between launches: the
@@ -373,6 +374,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 20240501;
   bool timing = false;
   int64_t channels = 96;
+  bool relu = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--self-test") return self_test();
@@ -386,9 +388,11 @@ int main(int argc, char** argv) {
       timing = true;
     } else if (a == "--time-channels" && i + 1 < argc) {
       channels = std::strtoll(argv[++i], nullptr, 10);
+    } else if (a == "--time-relu") {
+      relu = true;
     } else {
       std::printf("usage: %s [--self-test] [--list major.minor:smem:sms] [--filter TEXT] [--seed N]"
-                  " [--time [--time-channels C]]\n", argv[0]);
+                  " [--time [--time-channels C] [--time-relu]]\n", argv[0]);
       return 2;
     }
   }
@@ -398,6 +402,6 @@ int main(int argc, char** argv) {
     std::printf("--time-channels wants a multiple of 8 from 8 to 96\n");
     return 2;
   }
-  if (timing) return time_paths(filter, seed, channels);
+  if (timing) return time_paths(filter, seed, channels, relu);
   return run_all(filter, seed);
 }
