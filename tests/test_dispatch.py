@@ -65,14 +65,16 @@ def _capability():
 # The classes a Hopper card can plan as (none asks for more shared memory than it has), and the
 # kernel each must get per mode at 224x224: the register gather's mma.sync engine in the widest
 # fit its shared memory takes (A100: 16-bit with every channel resident, float32 split over two
-# CTAs; the 99 KB parts: 16-bit over two, float32 over four), ATen's cuDNN convolution below
-# sm_80; never the direct kernel, never a Hopper kernel on another class.
-_SPLIT_99KB = {"fp32": "mma_sync_n24", "tf32": "mma_sync_n24", "fp16": "mma_sync_n48", "bf16": "mma_sync_n48"}
+# CTAs; the 99 KB parts: 16-bit and TF32 (as float16 words) over two, float32 over four), ATen's
+# cuDNN convolution below sm_80; never the direct kernel, never a Hopper kernel on another class.
+_AUTO_99KB = {"fp32": "mma_sync_n24", "tf32": "mma_sync_n48", "fp16": "mma_sync_n48", "bf16": "mma_sync_n48"}
+# The narrowest split of each dtype (ALEXCONV_CUDA_KERNEL=mma_sync_split): TF32 words over four.
+_NARROWEST_SPLIT = dict(_AUTO_99KB, tf32="mma_sync_n24")
 EMULATED = {
     "8.0": {"fp32": "mma_sync_n48", "tf32": "mma_sync_n48", "fp16": "mma_sync", "bf16": "mma_sync"},
-    "8.6": _SPLIT_99KB,
-    "8.9": _SPLIT_99KB,
-    "12.0": _SPLIT_99KB,
+    "8.6": _AUTO_99KB,
+    "8.9": _AUTO_99KB,
+    "12.0": _AUTO_99KB,
     "7.5": {"fp32": "aten", "tf32": "aten", "fp16": "aten", "bf16": "aten"},
 }
 
@@ -128,4 +130,4 @@ def test_forced_aten_path_meets_the_contract():
 def test_forced_split_takes_the_narrowest_fit_of_each_dtype():
     got = probe(ALEXCONV_CUDA_KERNEL="mma_sync_split")
     for key, kernel in got.items():
-        assert kernel == _SPLIT_99KB[key.split()[0]], (key, kernel)
+        assert kernel == _NARROWEST_SPLIT[key.split()[0]], (key, kernel)

@@ -274,6 +274,8 @@ int self_test() {
     expect(kernels(Mode::kBFloat16, 1) == "mma_sync mma_sync_n48", "as-8.0 bfloat16: " + kernels(Mode::kBFloat16, 1));
     expect(kernels(Mode::kFloat32, 2) == "mma_sync_n24", "as-8.6 float32: " + kernels(Mode::kFloat32, 2));
     expect(kernels(Mode::kFloat16, 2) == "mma_sync_n48", "as-8.6 float16: " + kernels(Mode::kFloat16, 2));
+    // TF32 fits the 99 KB parts over two CTAs as float16 words (mma::Tf32AsHalf), over four as TF32.
+    expect(kernels(Mode::kTf32, 2) == "mma_sync_n48 mma_sync_n24", "as-8.6 tf32: " + kernels(Mode::kTf32, 2));
     // The kernels see the group's channels (weight rows, Problem::out_channels) and relu; 8
     // channels_last channels (a 16-bit pixel: one 16-byte unit) still take the pixel-major store.
     const Group g8{2, 35, 43, "nchw", "nhwc", "nhwc", 1, 8, true};

@@ -29,5 +29,16 @@ __device__ __forceinline__ float load_or_zero(const float* ptr, bool inside) {
   return v;
 }
 
+// Four float32 elements, 16-byte aligned.
+__device__ __forceinline__ float4 load_or_zero4(const float* ptr, bool inside) {
+  float4 v;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\nmov.b32 %0, 0;\nmov.b32 %1, 0;\nmov.b32 %2, 0;\n"
+      "mov.b32 %3, 0;\n@p ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(ptr), "r"(int(inside)));
+  return v;
+}
+
 }  // namespace cuda
 }  // namespace alexconv

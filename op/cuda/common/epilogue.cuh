@@ -42,6 +42,33 @@ __device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][kNT][4],
   }
 }
 
+// Zero accumulators, for kernels that add the bias at the store (weights scaled by a power of
+// two: see unscale_accumulators).
+template <int kNT>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kMTiles][kNT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+    }
+  }
+}
+
+// Accumulators of weights multiplied by a power of two, times its inverse: exact.
+template <int kNT>
+__device__ __forceinline__ void unscale_accumulators(float (&acc)[kMTiles][kNT][4], float unscale) {
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= unscale;
+    }
+  }
+}
+
 // Adds the bias to accumulators that started at zero.
 template <int kNT>
 __device__ __forceinline__ void add_bias(float (&acc)[kMTiles][kNT][4], const float* bias, int t) {

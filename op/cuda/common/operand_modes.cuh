@@ -8,7 +8,8 @@
 //   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
 //   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
 //   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
-// (s2d/half_of_float.cuh adds a fourth, for the space-to-depth kernel alone.)
+//   Tf32AsHalf - allow_tf32 in the split fits: float32 staged as float16 words, Half's MMAs.
+// (s2d/half_of_float.cuh adds one more, for the space-to-depth kernel alone.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -290,6 +291,27 @@ struct Half {
     } else {
       wgmma::f16_m64n96k16(acc, a.r, b.at(block));
     }
+  }
+};
+
+// allow_tf32 in the register gather's split fits: float32 inputs rounded to float16 as they
+// are staged (float16's 10-bit mantissa is TF32's; the MMA runs at twice TF32's rate on half
+// the operand bytes, so the 99 KB parts take the HalfN fit instead of QuarterN). Weights come
+// scaled by a power of two (common/weight_scale.cuh); inputs outside float16's range are the
+// kernel's to guard (tiles voted exact, igemm/producers.cuh). Staged through registers only:
+// a 16-bit slot holds half a float32 window, so nothing can land raw and convert in place.
+struct Tf32AsHalf : Half<false> {
+  using Raw = float;
+  static constexpr bool kScalesWeights = true;
+  __device__ static Word to_word(float x, Round) { return __half_as_ushort(__float2half_rn(x)); }
+  // Half<false>::pack_b with float weights (already scaled), rounded to float16.
+  template <class W>
+  __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
+    const int n0 = (2 * chunk) * 8 + g, n1 = n0 + 8;
+    return make_uint4(pack_half2(w(n0, col(t, 0)), w(n0, col(t, 1))),
+                      pack_half2(w(n0, col(t, 2)), w(n0, col(t, 3))),
+                      pack_half2(w(n1, col(t, 0)), w(n1, col(t, 1))),
+                      pack_half2(w(n1, col(t, 2)), w(n1, col(t, 3))));
   }
 };
 

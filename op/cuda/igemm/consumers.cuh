@@ -8,6 +8,7 @@
 #include "../arch/smem.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/ring.cuh"
+#include "../common/weight_packing.cuh"
 #include "mainloop_sm80.cuh"
 #include "mainloop_sm90.cuh"
 #include "pixel_map.cuh"
@@ -18,16 +19,27 @@ namespace cuda {
 namespace igemm {
 
 // Consumer warps: per stage, multiply the slot's window by the channel's B;
-// after a tile's last channel, store (the accumulators began at the bias).
+// after a tile's last channel, store (the accumulators began at the bias). Modes that scale
+// their weights (kScalesWeights: mma::Tf32AsHalf) start from zero, and at the store scale back
+// by `unscale` and add the bias -- unless the producers voted the tile exact
+// (RingBarriers::votes), which they then store themselves.
 template <class Mode, DType T, bool kWgmma, class F>
 __device__ void consume(const Problem& p, const TilePlan& plan, const typename Mode::Word* slots,
                         RingBarriers<F::kStages>& ring, const uint4* b_frag, const int4* koff,
-                        const float* bias, uint16_t* staged, int warp, int lane) {
+                        const float* bias, uint16_t* staged, float unscale, int warp, int lane) {
+  constexpr bool kScaled = kScalesWeights<Mode>;
   StageCursor<TilePlan> at(plan);
   RingPos<F::kStages> pos;
   PixelRows rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);
   float acc[kMTiles][F::kNTiles][4];
-  init_accumulators(acc, bias, lane & 3);
+  const auto restart = [&] {
+    if constexpr (kScaled) {
+      zero_accumulators(acc);
+    } else {
+      init_accumulators(acc, bias, lane & 3);
+    }
+  };
+  restart();
   const uint32_t padding = padding_cols<Mode>(lane & 3);
   while (at.valid(plan)) {
     barrier_wait(&ring.full[pos.slot], pos.phase);
@@ -47,9 +59,19 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
                              b_frag + at.channel * kSteps * Mode::template kChunksOf<F::kNTiles> * 32,
                              koff, rows, padding, lane);
     }
+    const bool last = at.channel == kInChannels - 1;
+    // Read before the slot is released: the producers write its next tile's vote after.
+    const bool exact =
+        kScaled && last && HalfRange::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[pos.slot]));
     barrier_arrive(&ring.empty[pos.slot]);
     pos.advance();
-    if (at.channel == kInChannels - 1) {
+    if (last && kScaled && !exact) {
+      unscale_accumulators(acc, unscale);  // a power of two: exact
+      add_bias(acc, bias, lane & 3);
+    }
+    if (last && exact) {
+      restart();
+    } else if (last) {
       if constexpr (SmemLayout<Mode, F>::kStagedStores) {
         store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major, [&](int local) -> int64_t {
           const int q = int(at.tile.q_begin) + local;
@@ -59,7 +81,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
       } else {
         store_tile(acc, rows.out, p, lane & 3, p.out_pixel_major);
       }
-      init_accumulators(acc, bias, lane & 3);
+      restart();
     }
     if (at.advance(plan)) {
       rows = pixel_rows<kWgmma, sizeof(typename Mode::Raw)>(at.tile, plan, p, warp, lane >> 2);

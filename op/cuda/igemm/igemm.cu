@@ -70,16 +70,18 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   __trap();  // mma.sync, cp.async and mbarriers need sm_80; dispatch.cpp never launches it here
 #else
   static_assert(!kWgmma || F::kGroups == 1, "wgmma kernels hold every channel");
+  // mma::Tf32AsHalf's weights pack only for mma.sync (it inherits Half's 16-bit wg_words).
+  static_assert(!(kScalesWeights<Mode> && kWgmma), "float16 words of float32 only in mma.sync kernels");
   // Resident kernels read the parameter itself (a copy changes their code).
   Problem grouped;
   const Problem& p =
       F::kGroups == 1 ? problem : (grouped = group_problem<F, int(sizeof(typename Mode::Raw))>(problem));
   using Word = typename Mode::Word;
-  constexpr bool kAsync = kStaging != Staging::kRegisters;
+  constexpr bool kAsync = kStaging != Staging::kRegisters && kStaging != Staging::kRegisters16;
   constexpr int kStages = F::kStages, kRawSlots = F::kRawSlots;
   using Layout = SmemLayout<Mode, F>;
   static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
-  static_assert(kAsync || sizeof(typename Mode::Raw) == 2, "float32 always takes cp.async");
+  static_assert(kAsync || sizeof(Word) == 2, "float32 words always take cp.async");
   extern __shared__ __align__(16) unsigned char smem[];
   uint4* b_frag = reinterpret_cast<uint4*>(smem);
   int4* koff = reinterpret_cast<int4*>(smem + Layout::kKoffAt);
@@ -115,7 +117,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   };
   issue_first_stages(kStages - kRawSlots);
   // Ends in a CTA barrier.
-  const mma::Round input_round =
+  const Constants constants =
       prepare_constants<Mode, T, kWgmma, F>(p, int(plan.pitch), b_frag, koff, bias, k_taps,
                                          reinterpret_cast<typename Mode::Raw*>(
                                              slots + (kStages - kRawSlots) * kSlotElems),
@@ -123,17 +125,19 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   issue_first_stages(kRawSlots - 1);
   if (!producer) {
     consume<Mode, T, kWgmma, F>(p, plan, slots, ring, b_frag, koff, bias,
-                             reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), warp, lane);
+                             reinterpret_cast<uint16_t*>(smem + Layout::kStagedAt), constants.unscale,
+                             warp, lane);
   } else if constexpr (kAsync) {
     produce_async<Mode, kStaging, F>(p, &window_map, plan, slots, ring, copy_at, copy_pos,
-                                  input_round, producer_warp, lane);
+                                  constants.round, producer_warp, lane);
   } else {
-    produce_registers<Mode, F>(p, plan, slots, ring, input_round, producer_warp, lane);
+    produce_registers<Mode, T, kStaging, F>(p, plan, slots, ring, constants.round, producer_warp, lane);
   }
 #endif
 }
 
-// Which staging the input's strides and alignment allow (see Staging).
+// Which staging the input's strides and alignment allow (see Staging). Float32 staged as
+// 16-bit words (mma::Tf32AsHalf) goes through registers (launch_engine): kRegisters16 where this says kCopy16.
 template <class Mode>
 Staging choose_staging(const Problem& p) {
   const auto rows_aligned_to = [&](int64_t elems) {
@@ -190,27 +194,37 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMa
 template <class Mode, DType T, bool kWgmma, class F>
 cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
                           cudaStream_t stream) {
-  const Staging staging = choose_staging<Mode>(p);
   WindowMap map{};  // read by TMA kernels only
-  if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
-    TilePlan tma_plan = plan;
-    if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
-      return launch_kernel<Mode, T, kWgmma, Staging::kTma, F>(p, tma_plan, map, device, stream);
+  if constexpr (sizeof(typename Mode::Word) < sizeof(typename Mode::Raw)) {
+    // Float32 as 16-bit words: through registers, 16 bytes a load where rows allow and the
+    // width is whole units (load_window_units reads no partial one).
+    if (choose_staging<Mode>(p) == Staging::kCopy16 && p.in_w % 4 == 0) {
+      return launch_kernel<Mode, T, kWgmma, Staging::kRegisters16, F>(p, plan, map, device, stream);
     }
-  }
-  switch (staging) {
-    case Staging::kCopy16:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy16, F>(p, plan, map, device, stream);
-    case Staging::kCopy4:
-      return launch_kernel<Mode, T, kWgmma, Staging::kCopy4, F>(p, plan, map, device, stream);
-    case Staging::kRegisters:
-      if constexpr (sizeof(typename Mode::Raw) == 2) {
-        return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
+    return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
+  } else {
+    const Staging staging = choose_staging<Mode>(p);
+    if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
+      TilePlan tma_plan = plan;
+      if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
+        return launch_kernel<Mode, T, kWgmma, Staging::kTma, F>(p, tma_plan, map, device, stream);
       }
-      break;
-    case Staging::kTma: break;  // chosen above, never by choose_staging
+    }
+    switch (staging) {
+      case Staging::kCopy16:
+        return launch_kernel<Mode, T, kWgmma, Staging::kCopy16, F>(p, plan, map, device, stream);
+      case Staging::kCopy4:
+        return launch_kernel<Mode, T, kWgmma, Staging::kCopy4, F>(p, plan, map, device, stream);
+      case Staging::kRegisters:
+        if constexpr (sizeof(typename Mode::Raw) == 2) {
+          return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
+        }
+        break;
+      case Staging::kTma:
+      case Staging::kRegisters16: break;  // chosen above, never by choose_staging
+    }
+    return cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
 }
 
 // The budgets the fits exist for (the compile check fails where one grows past them): every
@@ -219,6 +233,7 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
 constexpr size_t k99KB = 101376, kA100 = 166912;
 static_assert(SmemLayout<mma::Half<false>, HalfN>::kTotal <= k99KB &&
                   SmemLayout<mma::Half<true>, HalfN>::kTotal <= k99KB &&
+                  SmemLayout<mma::Tf32AsHalf, HalfN>::kTotal <= k99KB &&
                   SmemLayout<mma::Bf16x3, QuarterN>::kTotal <= k99KB &&
                   SmemLayout<mma::Tf32, QuarterN>::kTotal <= k99KB,
               "the portable fits take 99 KB");
@@ -293,7 +308,8 @@ size_t smem_bytes(IgemmFit fit) {
 size_t igemm_smem_bytes(const Problem& p, IgemmFit fit) {
   switch (p.dtype) {
     case DType::kFloat32:
-      return p.allow_tf32 ? smem_bytes<mma::Tf32>(fit) : smem_bytes<mma::Bf16x3>(fit);
+      if (!p.allow_tf32) return smem_bytes<mma::Bf16x3>(fit);
+      return fit == IgemmFit::kHalfN ? smem_bytes<mma::Tf32AsHalf>(fit) : smem_bytes<mma::Tf32>(fit);
     case DType::kFloat16: return smem_bytes<mma::Half<false>>(fit);
     case DType::kBFloat16: return smem_bytes<mma::Half<true>>(fit);
   }
@@ -343,8 +359,13 @@ IgemmFit igemm_fit(const Problem& p, const DeviceInfo& device) {
 cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, IgemmFit fit, cudaStream_t stream) {
   switch (p.dtype) {
     case DType::kFloat32:
-      return p.allow_tf32 ? igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, fit, stream)
-                          : igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, fit, stream);
+      if (!p.allow_tf32) return igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, fit, stream);
+      // allow_tf32 in the HalfN fit multiplies float16 words (mma::Tf32AsHalf): 99 KB, where
+      // TF32 words need A100's 163 KB; the other fits keep TF32 words.
+      if (fit == IgemmFit::kHalfN) {
+        return igemm::launch_fit<mma::Tf32AsHalf, DType::kFloat32, igemm::HalfN>(p, device, stream);
+      }
+      return igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, fit, stream);
     case DType::kFloat16: return igemm::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, fit, stream);
     case DType::kBFloat16: return igemm::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, fit, stream);
   }

@@ -8,8 +8,12 @@
 #include "../arch/cp_async.cuh"
 #include "../arch/mbarrier.cuh"
 #include "../arch/smem.cuh"
+#include "../common/dtype.cuh"
 #include "../common/ring.cuh"
 #include "../common/role_barriers.cuh"
+#include "../common/weight_packing.cuh"
+#include "../direct/direct.cuh"
+#include "pixel_map.cuh"
 #include "smem_layout.cuh"
 #include "window_staging.cuh"
 
@@ -98,21 +102,74 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
   }
 }
 
-// Producer warps, other 16-bit windows: element loads through registers; the
-// loads of a stage are in flight while its slot is still being read.
-template <class Mode, class F>
+// A tile voted exact (mma::Tf32AsHalf's range guard, below), stored value by value
+// (direct/direct.cuh) by the producer threads while the consumers skip its stores: exact,
+// and rare. Inlined: as a call (s2d's is one) it took the addresses of the group's Problem and
+// the tile, which then lived in local memory (a 304-byte frame); inlined, 0 bytes, no spill.
+template <DType T, class F>
+__device__ __forceinline__ void store_exact_tile(const Problem& p, const TilePlan& plan, const Tile& tile,
+                                              int thread) {
+  using S = typename Storage<T>::type;
+  S* out = static_cast<S*>(p.output);
+  const int pixels = int(min(plan.tile_pixels, tile.q_end - tile.q_begin));
+  const int channels = min(F::kChannels, int(p.out_channels));  // the group's, stored ones
+#pragma unroll 1
+  for (int e = thread; e < pixels * channels; e += kProducerThreads) {
+    const int co = e / pixels;  // consecutive threads, consecutive pixels
+    const PixelPlace at = place_pixel(tile, p, int(tile.q_begin) + e % pixels);
+    const float v = direct_output<T>(p, tile.n, co, tile.oy0 + at.oy_in_tile, tile.x0 + at.x);
+    out[at.out + co * p.out_stride[1]] = relu_output<T>(v, p.relu);
+  }
+}
+
+// Producer warps, other 16-bit windows, and float32 ones staged as float16 words
+// (mma::Tf32AsHalf): element loads through registers, or 16-byte ones (kRegisters16); the
+// loads of a stage are in flight while its slot is still being read. For mma::Tf32AsHalf each thread tracks the largest
+// magnitude of a tile's inputs; at the tile's last channel the producer warps vote
+// (RingBarriers::votes, HalfRange) before their arrival, and store a tile voted exact themselves.
+template <class Mode, DType T, Staging kStaging, class F>
 __device__ void produce_registers(const Problem& p, const TilePlan& plan,
                                   typename Mode::Word* slots, RingBarriers<F::kStages>& ring,
                                   mma::Round round, int warp, int lane) {
-  typename Mode::Raw regs[kLoadsPerThread];
+  constexpr bool kGuarded = kScalesWeights<Mode>;
+  constexpr bool kUnits = kStaging == Staging::kRegisters16;
+  static_assert(!kUnits || kGuarded, "16-byte register staging is for float32 as float16 words");
+  typename Mode::Raw regs[kUnits ? 1 : kLoadsPerThread];
+  float4 units[kUnits ? kUnitsPerThread : 1];
   StageCursor<TilePlan> at(plan);
   RingPos<F::kStages> pos;
+  float top = 0.f;  // kGuarded: the largest |x| of this tile's windows so far
   while (at.valid(plan)) {
-    load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    store_window<Mode>(slots + pos.slot * kSlotElems, regs, at.tile, int(plan.pitch), warp, lane,
-                       round);
+    typename Mode::Word* slot = slots + pos.slot * kSlotElems;
+    if constexpr (kUnits) {
+      load_window_units(units, p, at.tile, at.channel, warp * 32 + lane);
+      barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      top = fmaxf(top, store_window_units<Mode>(slot, units, at.tile, int(plan.pitch), warp * 32 + lane));
+    } else {
+      if constexpr (kGuarded) {
+#pragma unroll
+        for (int i = 0; i < kLoadsPerThread; ++i) regs[i] = 0.f;  // past the window: not seen
+      }
+      load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
+      barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      store_window<Mode>(slot, regs, at.tile, int(plan.pitch), warp, lane, round);
+      if constexpr (kGuarded) {
+#pragma unroll
+        for (int i = 0; i < kLoadsPerThread; ++i) top = fmaxf(top, fabsf(regs[i]));  // NaN: ignored
+      }
+    }
+    bool exact = false;
+    if constexpr (kGuarded) {
+      if (at.channel == kInChannels - 1) {
+        const uint32_t seen = __reduce_or_sync(0xffffffffu, HalfRange::bits(top));
+        top = 0.f;
+        if (lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.votes[pos.slot])[warp] = uint8_t(seen);
+        producer_barrier();  // every producer warp's byte is in
+        exact = HalfRange::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[pos.slot]));
+      }
+    }
     barrier_arrive(&ring.full[pos.slot]);
+    if (exact) store_exact_tile<T, F>(p, plan, at.tile, warp * 32 + lane);
     at.advance(plan);
     pos.advance();
   }

@@ -8,6 +8,7 @@
 #include "../arch/smem.cuh"
 #include "../common/dtype.cuh"
 #include "../common/weight_packing.cuh"
+#include "../common/weight_scale.cuh"
 #include "smem_layout.cuh"
 
 namespace alexconv {
@@ -18,11 +19,16 @@ namespace igemm {
 // tap-offset table and the bias, while stage 0's window copies are in flight. `raw` is
 // scratch for a channel's raw weights.
 // Returns how this launch splits its inputs (toward zero where some weight is
-// infinite: see mma::Round).
+// infinite: see mma::Round) and, for modes that scale their weights (mma::Tf32AsHalf), the
+// factor that scales the accumulators back.
+struct Constants {
+  mma::Round round;
+  float unscale;
+};
 template <class Mode, DType T, bool kWgmma, class F>
-__device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
-                                        float* bias, uint8_t* k_taps, typename Mode::Raw* raw,
-                                        int tid) {
+__device__ Constants prepare_constants(const Problem& p, int pitch, uint4* b_frag, int4* koff,
+                                       float* bias, uint8_t* k_taps, typename Mode::Raw* raw,
+                                       int tid) {
   using Raw = typename Mode::Raw;
   static_assert(F::kChannels * kTapsPerChannel * sizeof(Raw) <=
                     F::kRawSlots * kSlotElems * sizeof(typename Mode::Word),
@@ -32,6 +38,11 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   // pack_weights' loop, written out: through that function (inlined or not) ptxas
   // splits the __syncthreads_or below into one copy per warp role in 10 of these
   // kernels, the shape of build that hung (check_barriers.sh).
+  WeightScale scale;
+  if constexpr (kScalesWeights<Mode>) {
+    // The bias array is free until the end: the warps' largest magnitudes meet there.
+    scale = half_weight_scale<F::kChannels>(p, reinterpret_cast<uint32_t*>(bias), tid);
+  }
   WeightRound<Raw, F::kChannels> weights;
   weights.load(p, 0, tid);
   bool infinite_weight = false;
@@ -40,7 +51,7 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
     weights.store(raw, tid);
     __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
     if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
-    infinite_weight |= pack_channel<Mode, kWgmma, kSteps, F::kNTiles>(raw, c, k_taps, b_frag, tid);
+    infinite_weight |= pack_channel<Mode, kWgmma, kSteps, F::kNTiles>(raw, c, k_taps, b_frag, tid, scale.scale);
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   if (tid < kSteps * 4) {
@@ -62,7 +73,8 @@ __device__ mma::Round prepare_constants(const Problem& p, int pitch, uint4* b_fr
   // So were the raw weights in window slots that TMA copies will overwrite.
   fence_async_proxy();
 #endif
-  return __syncthreads_or(infinite_weight) ? mma::Round::kTowardZero : mma::Round::kNearest;
+  const bool infinite = __syncthreads_or(infinite_weight);
+  return {infinite ? mma::Round::kTowardZero : mma::Round::kNearest, scale.inverse};
 }
 
 }  // namespace igemm

@@ -28,7 +28,9 @@ namespace igemm {
 // cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case),
 // or, for such rows on Hopper where the window fits a TMA box, one tensor copy per
 // window, issued by one thread (no per-element copy instructions at all).
-enum class Staging { kRegisters, kCopy4, kCopy16, kTma };
+// kRegisters16: float32 windows staged as 16-bit words (mma::Tf32AsHalf) from unit-stride,
+// 16-byte-aligned rows: 16-byte loads through registers, converted on the way to the slot.
+enum class Staging { kRegisters, kCopy4, kCopy16, kTma, kRegisters16 };
 
 // Elements per producer thread of a full slot on the register path.
 constexpr int kLoadsPerThread = kSlotElems / kProducerThreads;
@@ -118,6 +120,81 @@ __device__ void store_window(typename Mode::Word* slot,
     index += kProducerWarps * pitch;
     if (w.next()) index = w.row * pitch + skew + w.chunk * 32 + lane;
   }
+}
+
+// kRegisters16: a window's 16-byte units (4 float32 elements, aligned to 4 input columns as
+// issue_window_async's are) numbered row-major over its unit grid, unit u taken by producer
+// thread u % 128: at most kUnitsPerThread each (rows * pitch <= kSlotElems, pitch >= the grid's
+// width), all loaded before the first is stored. The element-wise path above costs ~40
+// instructions per element in its walk (H100, ncu: twice fp16 HalfN's instructions, 1.32 ms
+// against 0.40); a unit costs a few per 4 elements.
+constexpr int kUnitsPerThread = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
+
+struct WindowUnits {
+  int first, per_row;  // the grid: units first .. first + per_row - 1 of every window row
+  int row_step, col_step;  // kProducerThreads units further on
+  __device__ WindowUnits(const Tile& tile, int skew)
+      : first(skew / 4), per_row((skew + int(tile.cols) + 3) / 4 - skew / 4),
+        row_step(kProducerThreads / per_row), col_step(kProducerThreads % per_row) {}
+  // f(i, row, unit) for each of this thread's units (unit: its first element's slot column / 4).
+  template <class F>
+  __device__ __forceinline__ void for_each(const Tile& tile, int thread, F&& f) const {
+    int row = thread / per_row, col = thread - row * per_row;
+#pragma unroll
+    for (int i = 0; i < kUnitsPerThread; ++i) {
+      if (row < int(tile.rows)) f(i, row, first + col);
+      row += row_step;
+      col += col_step;
+      if (col >= per_row) {
+        col -= per_row;
+        ++row;
+      }
+    }
+  }
+};
+
+__device__ __forceinline__ void load_window_units(float4 (&units)[kUnitsPerThread], const Problem& p, const Tile& tile,
+                                  int channel, int thread) {
+  // Every unit written, those past the window too: a unit left as the last stage had it stayed
+  // live across stages and spilled (sm_90a: 140 bytes, each load then waited for by its spill).
+#pragma unroll
+  for (int i = 0; i < kUnitsPerThread; ++i) units[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (tile.rows == 0) return;
+  const float* base = static_cast<const float*>(p.input) + tile.n * p.in_stride[0] + channel * p.in_stride[1];
+  const int skew = window_skew(tile, 4);
+  const int iy0 = int(tile.oy0 * kStride - kPad), ix_base = int(tile.x0 * kStride - kPad) - skew;
+  const unsigned height = unsigned(p.in_h);
+  const int width = int(p.in_w);
+  WindowUnits(tile, skew).for_each(tile, thread, [&](int i, int row, int unit) {
+    const int iy = iy0 + row, ix = ix_base + 4 * unit;  // ix: a multiple of 4, so ix >= 0 is the whole unit
+    const bool row_in = unsigned(iy) < height;
+    // Whole units: the host takes this path only for widths that are a multiple of 4.
+    units[i] = load_or_zero4(base + int64_t(iy) * p.in_stride[2] + ix, row_in && unsigned(ix) < unsigned(width));
+  });
+}
+
+// Stores the units as 16-bit words (Mode::to_word) and returns the largest magnitude among the
+// window's own elements (NaN ignored), for the range vote.
+template <class Mode>
+__device__ __forceinline__ float store_window_units(typename Mode::Word* slot, const float4 (&units)[kUnitsPerThread],
+                                    const Tile& tile, int pitch, int thread) {
+  static_assert(sizeof(typename Mode::Word) == 2 && sizeof(typename Mode::Raw) == 4,
+                "float32 staged as float16 words (rounded to nearest, as Tf32AsHalf::to_word)");
+  float top = 0.f;
+  if (tile.rows == 0) return top;
+  const int skew = window_skew(tile, 4), end = skew + int(tile.cols);
+  WindowUnits(tile, skew).for_each(tile, thread, [&](int i, int row, int unit) {
+    const float4 v = units[i];
+    const int c = 4 * unit;  // slot column of v.x
+    *reinterpret_cast<uint2*>(slot + row * pitch + c) =
+        make_uint2(mma::pack_half2(v.x, v.y), mma::pack_half2(v.z, v.w));
+    const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (c + k >= skew && c + k < end) top = fmaxf(top, fabsf(e[k]));
+    }
+  });
+  return top;
 }
 
 // This thread's share of a window staged in units of kBytes: the row's units
