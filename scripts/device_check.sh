@@ -4,7 +4,8 @@
 #
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
 #                                [profile] [ceiling] [floor] [operands] [harness] [deploy] [distributed]
-#   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c.
+#   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c;
+#   SANITIZE_TOOLS narrows sanitize-c's tools; SANITIZE_RUNS="tool:kernel ..." replaces a step's list.
 #   On one 600 s device call fit: forced; emulate bench; each sanitize-x. build test no longer
 #   does (H200, 2026-11-26: build 140 s, the suite past 460 s): split the suite with PYTEST_ARGS,
 #   e.g. PYTEST_ARGS='tests/test_[a-f]*.py' for build test, then the rest in a second call.)
@@ -98,11 +99,12 @@ for step in "${steps[@]}"; do
       case $step in
         sanitize-a) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct) ;;
         sanitize-b) runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync) ;;
-        sanitize-c) for tool in memcheck racecheck initcheck synccheck; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
+        sanitize-c) for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
         sanitize) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct
                          memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync)
                   for tool in memcheck racecheck initcheck synccheck; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
       esac
+      [[ -n ${SANITIZE_RUNS:-} ]] && read -ra runs <<< "$SANITIZE_RUNS"  # tool:kernel pairs instead
       for run in "${runs[@]}"; do
         tool=${run%%:*} kernel=${run##*:}
         uncached "$tool"

@@ -147,10 +147,18 @@ def assert_matches_reference(out, x, w, b, allow_tf32=False, padding=2, relu=Fal
         assert torch.allclose(out.double(), ref, atol=1e-4, rtol=1e-4), (max_err, rel)
         return max_err, rel
     limit = {torch.float32: 1e-3, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
-    assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
-    if out.is_cuda and alexconv.conv1_kernel(x, w, b, allow_tf32=allow_tf32, padding=padding) == "aten":
-        return max_err, rel
     u, c = _ROUNDED_BOUND[(x.dtype, tf32)]
+    if out.is_cuda and alexconv.conv1_kernel(x, w, b, allow_tf32=allow_tf32, padding=padding) == "aten":
+        # cuDNN's algorithms may round partial sums to the output's precision: besides the
+        # relative norm, an error up to that rounding of the terms' magnitude (an fp16 output
+        # cancelled to 6.7e-5 from terms of ~0.4 came back as 2^-14: relative error 9%).
+        slack = max(u, c) * reference_magnitude(x, w, b, padding).norm().item()
+        diff = (out.double() - ref).norm().item()
+        assert diff <= limit * ref.norm().item() + slack, (
+            f"relative norm error {rel:.3g} > {limit}, beyond the terms' rounding (max abs {max_err:.3g})")
+        return max_err, rel
+    assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
+
     info = torch.finfo(x.dtype)
     bound = u * unrelu.abs() + c * reference_magnitude(x, w, b, padding) + info.tiny * info.eps
     over = err > bound
