@@ -271,13 +271,16 @@ struct Half {
       f16_16816(acc[2 * chunk + 1], a.r, b.z, b.w);
     }
   }
+  // A chunk of B: n-tiles 2 * chunk and 2 * chunk + 1, each weight pair made one word by `pack`.
+  template <class W, class Pack>
+  __device__ static uint4 pack_b_as(const W& w, int chunk, int g, int t, Pack pack) {
+    const int n0 = (2 * chunk) * 8 + g, n1 = n0 + 8;
+    return make_uint4(pack(w(n0, col(t, 0)), w(n0, col(t, 1))), pack(w(n0, col(t, 2)), w(n0, col(t, 3))),
+                      pack(w(n1, col(t, 0)), w(n1, col(t, 1))), pack(w(n1, col(t, 2)), w(n1, col(t, 3))));
+  }
   template <class W>
   __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
-    const int n0 = (2 * chunk) * 8 + g, n1 = n0 + 8;
-    return make_uint4(pack_u16(w(n0, col(t, 0)), w(n0, col(t, 1))),
-                      pack_u16(w(n0, col(t, 2)), w(n0, col(t, 3))),
-                      pack_u16(w(n1, col(t, 0)), w(n1, col(t, 1))),
-                      pack_u16(w(n1, col(t, 2)), w(n1, col(t, 3))));
+    return pack_b_as(w, chunk, g, t, [](uint16_t lo, uint16_t hi) { return pack_u16(lo, hi); });
   }
   static constexpr int kWgBlocks = 1;
   template <class W>
@@ -304,14 +307,10 @@ struct Tf32AsHalf : Half<false> {
   using Raw = float;
   static constexpr bool kScalesWeights = true;
   __device__ static Word to_word(float x, Round) { return __half_as_ushort(__float2half_rn(x)); }
-  // Half<false>::pack_b with float weights (already scaled), rounded to float16.
+  // Half's B with float weights (already scaled), rounded to float16.
   template <class W>
   __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
-    const int n0 = (2 * chunk) * 8 + g, n1 = n0 + 8;
-    return make_uint4(pack_half2(w(n0, col(t, 0)), w(n0, col(t, 1))),
-                      pack_half2(w(n0, col(t, 2)), w(n0, col(t, 3))),
-                      pack_half2(w(n1, col(t, 0)), w(n1, col(t, 1))),
-                      pack_half2(w(n1, col(t, 2)), w(n1, col(t, 3))));
+    return pack_b_as(w, chunk, g, t, [](float lo, float hi) { return pack_half2(lo, hi); });
   }
 };
 
