@@ -8,6 +8,7 @@
 #include "../arch/smem.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/ring.cuh"
+#include "../common/tile_votes.cuh"
 #include "../common/weight_packing.cuh"
 #include "mainloop_sm80.cuh"
 #include "mainloop_sm90.cuh"
@@ -62,7 +63,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
     const bool last = at.channel == kInChannels - 1;
     // Read before the slot is released: the producers write its next tile's vote after.
     const bool exact =
-        kScaled && last && HalfRange::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[pos.slot]));
+        kScaled && last && TileVotes::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[pos.slot]));
     barrier_arrive(&ring.empty[pos.slot]);
     pos.advance();
     if (last && kScaled && !exact) {

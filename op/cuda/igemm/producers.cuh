@@ -11,6 +11,7 @@
 #include "../common/dtype.cuh"
 #include "../common/ring.cuh"
 #include "../common/role_barriers.cuh"
+#include "../common/tile_votes.cuh"
 #include "../common/weight_packing.cuh"
 #include "../direct/direct.cuh"
 #include "pixel_map.cuh"
@@ -126,7 +127,7 @@ __device__ __forceinline__ void store_exact_tile(const Problem& p, const TilePla
 // (mma::Tf32AsHalf): element loads through registers, or 16-byte ones (kRegisters16); the
 // loads of a stage are in flight while its slot is still being read. For mma::Tf32AsHalf each thread tracks the largest
 // magnitude of a tile's inputs; at the tile's last channel the producer warps vote
-// (RingBarriers::votes, HalfRange) before their arrival, and store a tile voted exact themselves.
+// (RingBarriers::votes, TileVotes) before their arrival, and store a tile voted exact themselves.
 template <class Mode, DType T, Staging kStaging, class F>
 __device__ void produce_registers(const Problem& p, const TilePlan& plan,
                                   typename Mode::Word* slots, RingBarriers<F::kStages>& ring,
@@ -161,11 +162,11 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
     bool exact = false;
     if constexpr (kGuarded) {
       if (at.channel == kInChannels - 1) {
-        const uint32_t seen = __reduce_or_sync(0xffffffffu, HalfRange::bits(top));
+        const uint32_t seen = __reduce_or_sync(0xffffffffu, TileVotes::of_largest(top));
         top = 0.f;
         if (lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.votes[pos.slot])[warp] = uint8_t(seen);
         producer_barrier();  // every producer warp's byte is in
-        exact = HalfRange::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[pos.slot]));
+        exact = TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[pos.slot]));
       }
     }
     barrier_arrive(&ring.full[pos.slot]);

@@ -60,31 +60,13 @@ constexpr int kRawSlots = Resident::kRawSlots;
 // the two roles, so copies, conversion, MMAs and epilogues of different stages overlap.
 // `votes`: for modes that guard float16's range (mma::Tf32AsHalf), one byte per producer warp,
 // written before its last arrival on a tile's last `full`: what its lanes saw of the tile's
-// inputs (HalfRange bits), decoded for the whole tile by HalfRange::exact.
+// inputs (common/tile_votes.cuh), decoded for the whole tile by TileVotes::exact.
 template <int kSlots>
 struct RingBarriers {
   uint64_t full[kSlots];
   uint64_t empty[kSlots];
   uint64_t landed[kSlots];
   uint32_t votes[kSlots];
-};
-
-// Whether a tile must be computed exactly when its inputs are multiplied as float16
-// (mma::Tf32AsHalf), from the largest |x| each thread saw: one at or past 65520 would become
-// Inf (Inf inputs are sent too, though float16 carries them; NaN is not seen, fmaxf drops it,
-// and stays in its own outputs), and a tile with nothing of 2^-10 or more but something
-// nonzero would lose its precision in float16's subnormals. Decided over the whole tile, as the
-// space-to-depth kernel's TileVotes are (s2d/producers.cuh): bits ORed over lanes and warps.
-struct HalfRange {
-  static constexpr uint32_t kPast = 1, kNormal = 2, kNonzero = 4;
-  __device__ static uint32_t bits(float top) {
-    return (top >= 65520.f ? kPast : 0) | (top >= 0x1p-10f ? kNormal : 0) | (top > 0.f ? kNonzero : 0);
-  }
-  // The four producer warps' bytes of a votes word.
-  __device__ static bool exact(uint32_t votes) {
-    const uint32_t b = (votes | votes >> 8 | votes >> 16 | votes >> 24) & 0xffu;
-    return (b & kPast) || ((b & kNonzero) && !(b & kNormal));
-  }
 };
 
 template <class Mode, class F = Resident>

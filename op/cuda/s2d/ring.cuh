@@ -11,6 +11,7 @@
 #include "../../conv1_geometry.h"
 #include "../common/operand_modes.cuh"
 #include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
+#include "../common/tile_votes.cuh"
 #include "../common/warp_roles.h"
 #include "../kernel_api.h"
 #include "half_of_float.cuh"
@@ -88,21 +89,6 @@ struct Ring {
   uint64_t landed[2];  // copy-engine staging: raw slot r's copy has arrived
   uint32_t votes[2];   // byte w: producer warp w's TileVotes over a tile's windows
   uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
-};
-
-// What a producer warp saw in a tile's windows, one byte per warp in Ring::votes.
-// A tile is stored exactly (store_exact_tile) when a window holds Inf or NaN -- or,
-// for float32 multiplied as fp16, a value fp16 cannot hold (rounded to Inf), or
-// nothing of 2^-10 or more but something nonzero: fp16's subnormals below 2^-14
-// keep fewer bits than TF32, which only matters where nothing larger dominates the
-// outputs. Zeros alone are exact in fp16.
-struct TileVotes {
-  static constexpr uint32_t kExact = 1, kLarge = 2, kNonzero = 4;
-  static constexpr uint32_t kEveryWarp = 0x01010101u;
-  __device__ static bool exact(uint32_t votes) {
-    return (votes & kExact * kEveryWarp) != 0 ||
-           ((votes & kNonzero * kEveryWarp) != 0 && (votes & kLarge * kEveryWarp) == 0);
-  }
 };
 
 // Where a tile pixel lands: its output offset (-1: a virtual column or a row past
