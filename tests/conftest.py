@@ -158,7 +158,6 @@ def assert_matches_reference(out, x, w, b, allow_tf32=False, padding=2, relu=Fal
             f"relative norm error {rel:.3g} > {limit}, beyond the terms' rounding (max abs {max_err:.3g})")
         return max_err, rel
     assert rel <= limit, f"relative norm error {rel:.3g} > {limit} (max abs {max_err:.3g})"
-
     info = torch.finfo(x.dtype)
     bound = u * unrelu.abs() + c * reference_magnitude(x, w, b, padding) + info.tiny * info.eps
     over = err > bound
