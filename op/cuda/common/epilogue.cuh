@@ -156,30 +156,24 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
 }
 
 // Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
-// 16-bit values (relu applied where the call fuses it), pixel-major.
-template <DType T, int kNT, bool kRelu>
-__device__ __forceinline__ void stage_rows_as(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
-                                              int first_row, int lane) {
+// 16-bit values, relu applied where the call fuses it. relu is read per value, in float32
+// before the rounding (v <= 0 covers what rounds to -0, and NaN stays): one compare and one
+// select, in one copy of the loop -- two copies, one per relu, made ptxas spill in the
+// space-to-depth kernel's two accumulator sets.
+template <DType T, int kNT>
+__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
+                                           int first_row, int lane, bool relu) {
   static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
   const int g = lane >> 2, t = lane & 3;
+  const auto value = [relu](float v) { return relu && v <= 0.f ? 0.f : v; };
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     uint16_t* row = block + (first_row + h * 8 + g) * kStagedPitchOf<kNT>;
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
-      *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
-          mma::pack_u16(relu_output<T>(acc[0][nt][2 * h], kRelu), relu_output<T>(acc[0][nt][2 * h + 1], kRelu));
+      *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) = mma::pack_u16(
+          from_float<T>(value(acc[0][nt][2 * h])), from_float<T>(value(acc[0][nt][2 * h + 1])));
     }
-  }
-}
-// relu decided once, outside the loops.
-template <DType T, int kNT>
-__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
-                                           int first_row, int lane, bool relu) {
-  if (relu) {
-    stage_rows_as<T, kNT, true>(acc, block, first_row, lane);
-  } else {
-    stage_rows_as<T, kNT, false>(acc, block, first_row, lane);
   }
 }
 
@@ -233,8 +227,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][kN
   group_barrier(group);
   // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels: all of them
   // stored unless the call has fewer channels (Problem::out_channels), a second loop then. (A
-  // guard inside the one loop, and relu read per value, cost the 16-bit kernels 25-37%: H100,
-  // s2d 0.162 -> 0.222 ms; this form 0.176, wgmma and mma_sync back to their times.)
+  // guard inside the one loop cost the 16-bit kernels 25-37%: H100, s2d 0.162 -> 0.222 ms.)
   uint16_t* out = static_cast<uint16_t*>(p.output);
   constexpr int kChannelsPerWarp = kNT * 8 / 4;
   const int first = group_warp * kChannelsPerWarp;
