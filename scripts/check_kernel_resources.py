@@ -31,18 +31,24 @@ KNOWN_SPILLS = {
 }
 
 ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
+PROPERTIES = re.compile(r"Function properties for (\S+)")
 SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 USED = re.compile(r"Used (\d+) registers")
 
 
 def parse(text: str) -> dict[tuple[str, str], dict]:
     kernels: dict[tuple[str, str], dict] = {}
-    current = None
+    current = properties_of = None
     for line in text.splitlines():
         if m := ENTRY.search(line):
             current = (m.group(1), m.group(2))
             kernels[current] = {}
-        elif current and (m := SPILL.search(line)):
+        elif m := PROPERTIES.search(line):
+            # ptxas lists the non-inlined device functions a kernel calls after the kernel's own
+            # properties: only the entry's own line describes the entry (a callee's zeros must
+            # not overwrite its spill).
+            properties_of = m.group(1)
+        elif current and properties_of == current[0] and (m := SPILL.search(line)):
             kernels[current].update(stack=int(m.group(1)), spill=int(m.group(2)))
         elif current and (m := USED.search(line)):
             kernels[current]["registers"] = int(m.group(1))
