@@ -23,8 +23,8 @@ KNOWN_SPILLS = {
     ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 56,
     ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 56,
     # The resident mma.sync 16-bit kernels with element-loaded windows (Half, Staging kRegisters,
-    # Fit<1, 3>) on sm_90a: 16 bytes since the 16-bit epilogue decides relu and whether a warp
-    # stores all its channels once per tile, in two copies of its loops (25-37% faster 16-bit
+    # Fit<1, 3>) on sm_90a: 16 bytes since the 16-bit epilogue decides whether a warp stores
+    # all its channels once per tile, in two copies of its store loop (25-37% faster 16-bit
     # kernels, common/epilogue.cuh). Hopper runs wgmma for these; this one only when forced.
     ("mma4HalfILb0EEELNS0_5DTypeE1ELb0ELNS1_7StagingE0ENS1_3FitILi1ELi3E", "sm_90a"): 16,
     ("mma4HalfILb1EEELNS0_5DTypeE2ELb0ELNS1_7StagingE0ENS1_3FitILi1ELi3E", "sm_90a"): 16,
