@@ -118,8 +118,7 @@ struct Consumer {
   template <class Meanwhile>
   __device__ __forceinline__ void multiply(float (&acc)[kMTiles][mma::kNTiles][4], int base,
                                            const Meanwhile& meanwhile) {
-#pragma unroll
-    for (int i = 0; i < mma::kNTiles; ++i) acc[0][i][0] = acc[0][i][1] = acc[0][i][2] = acc[0][i][3] = 0.f;
+    zero_accumulators(acc);
     stage(acc, base, 0);
     meanwhile();
 #pragma unroll
@@ -133,13 +132,7 @@ struct Consumer {
     const bool exact = TileVotes::exact(ring.votes[parity]);
     parity ^= 1;
     if (exact) return;
-    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
-#pragma unroll
-      for (int nt = 0; nt < mma::kNTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[0][nt][e] *= unscale;  // a power of two: exact
-      }
-    }
+    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) unscale_accumulators(acc, unscale);
     add_bias(acc, bias, lane & 3);
     if constexpr (Staged<Mode>::kHalfOutputs) {
       store_tile_staged<T>(acc, staged, p, warp, lane, kPixelMajor,
