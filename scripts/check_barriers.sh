@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Each implicit-GEMM kernel (conv1_igemm_kernel, conv1_s2d_kernel) must hold exactly one CTA-wide reduction barrier
+# Each implicit-GEMM kernel (conv1_igemm_kernel, conv1_s2d_kernel, conv1_s2d_mma_sync_kernel) must hold exactly one CTA-wide reduction barrier
 # (BAR.RED, from __syncthreads_or at the end of its prologue) in its SASS. ptxas
 # can split it into one copy per warp role (consumers and producers reaching
 # different copies); a build where it did hung every fp32 call on the device,
@@ -12,7 +12,7 @@ binary=${1:-$(python3 -c "import alexconv; print(alexconv.library_path())")}
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
 if [[ ! -x $cuobjdump ]]; then echo "== barrier check skipped: no cuobjdump"; exit 0; fi
 "$cuobjdump" --dump-sass "$binary" | awk '
-  /Function :/ { name = $3; if (name ~ /conv1_(igemm|s2d)_kernel/) count[name] = 0 }
+  /Function :/ { name = $3; if (name ~ /conv1_(igemm|s2d|s2d_mma_sync)_kernel/) count[name] = 0 }
   /BAR\.RED/ && (name in count) { count[name]++ }
   END {
     kernels = 0; bad = 0

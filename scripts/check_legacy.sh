@@ -137,7 +137,7 @@ cuda118() {
   SECONDS=0
   local gencode=() pids=() logs=() a src name entry failed=0
   for a in 80 86 89 90; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
-  for src in op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu; do
+  for src in op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu op/cuda/s2d/s2d_mma_sync.cu; do
     name=$(basename "$src" .cu)
     "$NVCC118" -std=c++17 -O3 -ccbin g++-11 "${gencode[@]}" -Xptxas=-v -c "$src" -o "$out/$name.o" \
       > "$out/$name.log" 2>&1 &

@@ -74,9 +74,11 @@ for step in "${steps[@]}"; do
     forced)
       # The CUDA tests again with each kernel forced that auto does not pick everywhere on
       # this GPU: space-to-depth (larger batches only), mma_sync (what A100s run in 16 bits),
-      # mma_sync_split (the 99 KB parts' kernels: float32 over four CTAs, 16-bit over two),
-      # direct (the plain reference) and aten (cuDNN, where none of ours can run a call).
-      for kernel in ${FORCED:-s2d mma_sync mma_sync_split direct aten}; do
+      # mma_sync_split (the 99 KB parts' register-gather kernels: float32 over four CTAs, 16-bit
+      # over two), s2d_mma_sync (the portable space-to-depth kernel, every channel in one CTA
+      # here; float32-accurate calls take auto's kernel), direct (the plain reference) and
+      # aten (cuDNN, where none of ours can run a call).
+      for kernel in ${FORCED:-s2d mma_sync mma_sync_split s2d_mma_sync direct aten}; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
           run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
       done ;;
@@ -93,16 +95,19 @@ for step in "${steps[@]}"; do
       # runs without torch's caching allocator: with it, an input ends inside a larger
       # block, and a read a few bytes past its end (what the copy engine's 16-byte units
       # could do) stays invisible.
-      # sanitize-c: every tool on the portable kernels -- the 99 KB parts' split kernels
-      # (forced) and the A100 plan (emulated: float32 over two CTAs, 16-bit resident).
+      # sanitize-c: every tool on the portable kernels -- the 99 KB parts' split register-gather
+      # kernels (forced), the portable space-to-depth kernel (forced: every channel in one CTA;
+      # as sm_86: two groups of 48) and the A100 plan (emulated).
       runs=()
       case $step in
         sanitize-a) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct) ;;
         sanitize-b) runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync) ;;
-        sanitize-c) for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
+        sanitize-c) for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+                      runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:as-8.6" "$tool:as-8.0"); done ;;
         sanitize) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct
                          memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync)
-                  for tool in memcheck racecheck initcheck synccheck; do runs+=("$tool:mma_sync_split" "$tool:as-8.0"); done ;;
+                  for tool in memcheck racecheck initcheck synccheck; do
+                    runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:as-8.6" "$tool:as-8.0"); done ;;
       esac
       [[ -n ${SANITIZE_RUNS:-} ]] && read -ra runs <<< "$SANITIZE_RUNS"  # tool:kernel pairs instead
       for run in "${runs[@]}"; do

@@ -63,19 +63,38 @@ def _capability():
 
 
 # The classes a Hopper card can plan as (none asks for more shared memory than it has), and the
-# kernel each must get per mode at 224x224: the register gather's mma.sync engine in the widest
-# fit its shared memory takes (A100: 16-bit with every channel resident, float32 split over two
-# CTAs; the 99 KB parts: 16-bit and TF32 (as float16 words) over two, float32 over four), ATen's
-# cuDNN convolution below sm_80; never the direct kernel, never a Hopper kernel on another class.
-_AUTO_99KB = {"fp32": "mma_sync_n24", "tf32": "mma_sync_n48", "fp16": "mma_sync_n48", "bf16": "mma_sync_n48"}
-# The narrowest split of each dtype (ALEXCONV_CUDA_KERNEL=mma_sync_split): TF32 words over four.
-_NARROWEST_SPLIT = dict(_AUTO_99KB, tf32="mma_sync_n24")
+# kernel each must get per (mode, layout, batch) at 224x224 (op/cuda/dispatch.cpp): float32 the
+# register gather's mma.sync engine in the widest fit its shared memory takes (A100: over two
+# CTAs; the 99 KB parts: over four); at batch 256 allow_tf32 takes the portable space-to-depth
+# kernel (s2d_mma_sync) on every sm_80+ class, and so do 16 bits on the 99 KB parts where it loads
+# column pairs (NCHW rows), the register gather elsewhere (A100: with every channel resident); batch
+# 2 the register gather; ATen's cuDNN convolution below sm_80; never the direct kernel, never a
+# Hopper kernel on another class.
+def _auto(fp32: str, resident_16bit: bool):
+    def kernel(key: str) -> str:
+        mode, layout, batch = key.split()
+        if mode == "fp32":
+            return fp32
+        if batch == "2":
+            return "mma_sync" if resident_16bit and mode != "tf32" else "mma_sync_n48"
+        if mode == "tf32":
+            return "s2d_mma_sync"
+        if resident_16bit:
+            return "mma_sync"
+        return "s2d_mma_sync" if layout == "contiguous" else "mma_sync_n48"
+    return kernel
+
+
+_AUTO_99KB = _auto("mma_sync_n24", resident_16bit=False)
+# The narrowest register-gather split of each dtype (ALEXCONV_CUDA_KERNEL=mma_sync_split): 16
+# bits and TF32 (as float16 words) over two CTAs, float32 and TF32 words over four.
+_NARROWEST_SPLIT = {"fp32": "mma_sync_n24", "tf32": "mma_sync_n24", "fp16": "mma_sync_n48", "bf16": "mma_sync_n48"}
 EMULATED = {
-    "8.0": {"fp32": "mma_sync_n48", "tf32": "mma_sync_n48", "fp16": "mma_sync", "bf16": "mma_sync"},
+    "8.0": _auto("mma_sync_n48", resident_16bit=True),
     "8.6": _AUTO_99KB,
     "8.9": _AUTO_99KB,
     "12.0": _AUTO_99KB,
-    "7.5": {"fp32": "aten", "tf32": "aten", "fp16": "aten", "bf16": "aten"},
+    "7.5": lambda key: "aten",
 }
 
 
@@ -86,9 +105,8 @@ def test_emulated_gpu_classes_get_their_kernels(cc):
     if _capability() != (9, 0):
         pytest.skip("the emulated classes' expectations are written for a Hopper card")
     got = probe(ALEXCONV_EMULATE_DEVICE=cc)
-    want = EMULATED[cc]
     for key, kernel in got.items():
-        assert kernel == want[key.split()[0]], (cc, key, kernel)
+        assert kernel == EMULATED[cc](key), (cc, key, kernel)
 
 
 @requires_cuda
@@ -131,3 +149,11 @@ def test_forced_split_takes_the_narrowest_fit_of_each_dtype():
     got = probe(ALEXCONV_CUDA_KERNEL="mma_sync_split")
     for key, kernel in got.items():
         assert kernel == _NARROWEST_SPLIT[key.split()[0]], (key, kernel)
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_forced_portable_s2d_runs_what_it_has_and_leaves_float32_to_auto():
+    forced, auto = probe(ALEXCONV_CUDA_KERNEL="s2d_mma_sync"), probe()
+    for key, kernel in forced.items():
+        assert kernel == (auto[key] if key.startswith("fp32 ") else "s2d_mma_sync"), (key, kernel)

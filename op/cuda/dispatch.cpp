@@ -17,7 +17,7 @@ namespace {
 
 // ALEXCONV_CUDA_KERNEL: unset or "auto" picks per call; a kernel's name forces it
 // (tests cover with it the paths a GPU or a problem size would not pick).
-enum class Override { kAuto, kDirect, kMmaSync, kMmaSyncSplit, kWgmma, kS2d, kAten };
+enum class Override { kAuto, kDirect, kMmaSync, kMmaSyncSplit, kWgmma, kS2d, kS2dMmaSync, kAten };
 
 Override kernel_override() {
   static const Override choice = [] {
@@ -29,9 +29,10 @@ Override kernel_override() {
     if (v == "mma_sync_split") return Override::kMmaSyncSplit;
     if (v == "wgmma") return Override::kWgmma;
     if (v == "s2d") return Override::kS2d;
+    if (v == "s2d_mma_sync") return Override::kS2dMmaSync;
     if (v == "aten") return Override::kAten;
-    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, mma_sync_split, wgmma, s2d or "
-                "aten, got '", v, "'");
+    TORCH_CHECK(false, "ALEXCONV_CUDA_KERNEL must be auto, direct, mma_sync, mma_sync_split, wgmma, s2d, "
+                "s2d_mma_sync or aten, got '", v, "'");
     return Override::kAuto;
   }();
   return choice;
@@ -80,14 +81,31 @@ IgemmFit fit_of(Kernel kernel) {
                                          : IgemmFit::kResident;
 }
 
+// Where the portable space-to-depth kernel beats the register-gather one off Hopper (H100
+// planning as sm_86 and sm_80, batch 256 at 224; perf-notes "The portable space-to-depth
+// kernel"): float32 with allow_tf32 everywhere (as sm_86 0.38 ms against 0.58, as sm_80 0.31
+// against 0.58); 16 bits in the 99 KB fit where it loads column pairs (0.30-0.31 against 0.34;
+// element loads 0.41), not where the register gather holds every channel (A100: 0.267 against
+// 0.262). Small batches keep the register gather, whose plan spreads them over more CTAs (the
+// Hopper kernel's rule, s2d_preferred).
+bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
+  const S2dMmaSyncFacts s2d = s2d_mma_sync_facts(p, device);
+  constexpr int64_t kMinTilesPerSm = 4;
+  if (s2d.groups == 0 || s2d.tiles < kMinTilesPerSm * device.sm_count) return false;
+  if (p.dtype == DType::kFloat32) return true;  // allow_tf32: the family has no accurate mode
+  return s2d.groups == 2 && s2d.pair_staging;
+}
+
 // The fastest path that can run the call: the space-to-depth kernel where measured
-// faster, else the register-gather implicit GEMM in the widest fit the GPU's shared memory
-// takes (wgmma on Hopper, mma.sync elsewhere), else ATen's convolution (as nn.Conv2d:
-// 17-27x faster than the direct kernel on an H200, which stays the tests' plain reference).
+// faster (wgmma on Hopper, mma.sync elsewhere), else the register-gather implicit GEMM in the
+// widest fit the GPU's shared memory takes (wgmma on Hopper, mma.sync elsewhere), else ATen's
+// convolution (as nn.Conv2d: 17-27x faster than the direct kernel on an H200, which stays the
+// tests' plain reference).
 Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   if (s2d_preferred(p, device)) return Kernel::kS2d;
   const IgemmFit fit = igemm_fit(p, device);
   if (fit == IgemmFit::kResident && wgmma_available(device)) return Kernel::kWgmma;
+  if (s2d_mma_sync_preferred(p, device)) return Kernel::kS2dMmaSync;
   if (fit != IgemmFit::kNone) return mma_sync_kernel(fit);
   return device.aten_available ? Kernel::kAten : Kernel::kDirect;
 }
@@ -140,6 +158,7 @@ const char* kernel_name(Kernel kernel) {
     case Kernel::kMmaSyncN24: return "mma_sync_n24";
     case Kernel::kWgmma: return "wgmma";
     case Kernel::kS2d: return "s2d";
+    case Kernel::kS2dMmaSync: return "s2d_mma_sync";
     case Kernel::kAten: return "aten";
   }
   return "?";
@@ -184,6 +203,13 @@ Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {
       TORCH_CHECK(s2d_facts(p, device).supported, "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
                   device.major, device.minor, ") or build cannot run");
       return Kernel::kS2d;
+    case Override::kS2dMmaSync:
+      // The family has no float32-accurate mode: those calls take auto's choice, so that the
+      // whole suite can run with it forced.
+      if (p.dtype == DType::kFloat32 && !p.allow_tf32) return auto_kernel(p, device);
+      TORCH_CHECK(s2d_mma_sync_facts(p, device).groups > 0, "ALEXCONV_CUDA_KERNEL=s2d_mma_sync asks for a kernel this "
+                  "GPU (sm_", device.major, device.minor, ") or build cannot run");
+      return Kernel::kS2dMmaSync;
     case Override::kWgmma:
       TORCH_CHECK(igemm_fit_supported(p, device, IgemmFit::kResident) && wgmma_available(device),
                   "ALEXCONV_CUDA_KERNEL=wgmma asks for a kernel this GPU (sm_", device.major, device.minor,
@@ -209,6 +235,7 @@ cudaError_t launch(Kernel kernel, const Problem& p, DeviceInfo device, cudaStrea
   switch (kernel) {
     case Kernel::kDirect: return launch_conv1_direct(p, stream);
     case Kernel::kS2d: return launch_conv1_s2d(p, device, stream);
+    case Kernel::kS2dMmaSync: return launch_conv1_s2d_mma_sync(p, device, stream);
     case Kernel::kMmaSync:
     case Kernel::kMmaSyncN48:
     case Kernel::kMmaSyncN24:

@@ -13,10 +13,11 @@ namespace cuda {
 // engines (igemm/): wgmma (Hopper), and mma.sync with every CTA holding all 96 output
 // channels (kMmaSync) or splitting them over 2 or 4 CTAs (kMmaSyncN48, kMmaSyncN24: the
 // portable kernels of GPUs with 99 KB of shared memory per block, and A100's float32).
-// kS2d is the space-to-depth implicit GEMM (s2d/), kDirect the plain kernel (direct/),
+// kS2d is the space-to-depth implicit GEMM (s2d/: wgmma, Hopper), kS2dMmaSync its portable
+// mma.sync kernel (sm_80+; 16-bit and allow_tf32), kDirect the plain kernel (direct/),
 // kAten ATen's own convolution (cuDNN, as nn.Conv2d) under the op's numerical contract, for GPUs and
 // sizes none of our kernels can run.
-enum class Kernel { kDirect, kMmaSync, kMmaSyncN48, kMmaSyncN24, kWgmma, kS2d, kAten };
+enum class Kernel { kDirect, kMmaSync, kMmaSyncN48, kMmaSyncN24, kWgmma, kS2d, kS2dMmaSync, kAten };
 const char* kernel_name(Kernel kernel);
 
 // The properties of the device the call runs on, as the kernels plan with them. Where

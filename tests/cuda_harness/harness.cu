@@ -52,6 +52,7 @@ cudaError_t launch(const Launch& L, const Problem& p, const std::vector<DeviceCl
   switch (L.family) {
     case Family::kDirect: return launch_conv1_direct(p, s);
     case Family::kS2d: return launch_conv1_s2d(p, d, s);
+    case Family::kS2dMmaSync: return launch_conv1_s2d_mma_sync(p, d, s);
     case Family::kIgemm: d.allow_wgmma = L.wgmma; return launch_conv1_igemm(p, d, L.fit, s);
   }
   return cudaErrorInvalidValue;

@@ -78,7 +78,7 @@ inline std::vector<DeviceClass> device_classes(const DeviceInfo& native) {
   return classes;
 }
 
-enum class Family { kDirect, kIgemm, kS2d };
+enum class Family { kDirect, kIgemm, kS2d, kS2dMmaSync };
 struct Launch {
   Family family;
   IgemmFit fit;
@@ -93,7 +93,8 @@ inline const char* fit_name(IgemmFit f) {
 
 // Every launch the library could make for this problem: direct (device-independent; no TF32
 // mode of its own), the register gather in every fit igemm_fit_supported accepts per class
-// (wgmma and mma.sync both where the resident fit has wgmma), and s2d where s2d_facts allows.
+// (wgmma and mma.sync both where the resident fit has wgmma), s2d where s2d_facts allows, and the
+// portable s2d in the fit s2d_mma_sync_facts gives.
 inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std::vector<DeviceClass>& classes) {
   std::vector<Launch> out;
   if (mode != Mode::kTf32) out.push_back({Family::kDirect, IgemmFit::kNone, false, 0, "direct", "-"});
@@ -106,6 +107,10 @@ inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std:
       out.push_back({Family::kIgemm, fit, false, c, name, fit_name(fit)});
     }
     if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, "s2d", "-"});
+    const int groups = s2d_mma_sync_facts(p, d).groups;
+    if (groups > 0) {
+      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, "s2d_mma_sync", groups == 1 ? "Whole" : "Halves"});
+    }
   }
   return out;
 }

@@ -276,6 +276,19 @@ int self_test() {
     expect(kernels(Mode::kFloat16, 2) == "mma_sync_n48", "as-8.6 float16: " + kernels(Mode::kFloat16, 2));
     // TF32 fits the 99 KB parts over two CTAs as float16 words (mma::Tf32AsHalf), over four as TF32.
     expect(kernels(Mode::kTf32, 2) == "mma_sync_n48 mma_sync_n24", "as-8.6 tf32: " + kernels(Mode::kTf32, 2));
+    // The portable space-to-depth kernel: every weight in one CTA where 163 KB allow it, two groups
+    // of 48 channels in 99 KB; no float32-accurate mode.
+    const auto portable = [&](Mode m, int cls) {
+      for (const Launch& L : plan_launches(planning_problem(g2, m), m, classes)) {
+        if (L.cls == cls && L.family == Family::kS2dMmaSync) return L.fit_name;
+      }
+      return std::string("-");
+    };
+    expect(portable(Mode::kFloat16, 0) == "Whole" && portable(Mode::kTf32, 1) == "Whole",
+           "s2d_mma_sync on H100 and as-8.0: " + portable(Mode::kFloat16, 0) + " " + portable(Mode::kTf32, 1));
+    expect(portable(Mode::kBFloat16, 2) == "Halves" && portable(Mode::kTf32, 2) == "Halves",
+           "s2d_mma_sync as-8.6: " + portable(Mode::kBFloat16, 2) + " " + portable(Mode::kTf32, 2));
+    expect(portable(Mode::kFloat32, 0) == "-" && portable(Mode::kFloat32, 2) == "-", "s2d_mma_sync has no bf16x3");
     // The kernels see the group's channels (weight rows, Problem::out_channels) and relu; 8
     // channels_last channels (a 16-bit pixel: one 16-byte unit) still take the pixel-major store.
     const Group g8{2, 35, 43, "nchw", "nhwc", "nhwc", 1, 8, true};

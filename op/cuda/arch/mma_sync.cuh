@@ -1,5 +1,6 @@
 // Warp-level tensor-core MMAs (mma.sync, sm_80+) with float32 accumulators, in the
-// m16n8k16 (bf16, fp16) and m16n8k8 (tf32) shapes, and TF32 rounding.
+// m16n8k16 (bf16, fp16) and m16n8k8 (tf32) shapes, TF32 rounding, and the shared-memory
+// load of four 8x8 16-bit matrices (ldmatrix) that delivers operands in their layout.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,16 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
   return r;
+}
+
+// Four 8x8 matrices of 16-bit values: lanes 8i..8i+7 give the 16-byte rows of matrix i, and
+// r[i] is this lane's pair of it (row lane / 4, columns 2 (lane % 4) and +1) -- an m16n8k16
+// A fragment (matrices: rows 0-7 and 8-15 of k 0-7, then of k 8-15) or two B fragments.
+// volatile: it stays after the barrier wait that publishes the rows.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
 }
 
 }  // namespace mma

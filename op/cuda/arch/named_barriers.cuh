@@ -8,7 +8,7 @@ namespace cuda {
 
 enum NamedBarrier : int {
   kCtaBarrier = 0,          // __syncthreads(): every thread of the CTA
-  kFirstConsumerGroup = 1,  // 1, 2, 3: consumer warpgroup g's epilogue staging (g = id - 1)
+  kFirstConsumerGroup = 1,  // 1, 2, 3: the consumer warps of tile pixels 64g.. staging their epilogue (g = id - 1)
   kProducerWarps4 = 4,      // the producer warps converting a shared window
 };
 constexpr int kNamedBarriersUsed = 5;

@@ -10,7 +10,7 @@
 #include "../kernel_api.h"  // DType, Problem
 #include "dtype.cuh"
 #include "operand_modes.cuh"
-#include "role_barriers.cuh"
+#include "../arch/named_barriers.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -29,13 +29,13 @@ constexpr int kStagedPitch = kStagedPitchOf<mma::kNTiles>;
 constexpr int kStagedElems = kStagedElemsOf<mma::kNTiles>;
 
 // Accumulators start every tile at the bias, so the epilogue adds nothing.
-template <int kNT>
-__device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][kNT][4], const float* bias, int t) {
+template <int kNT, int kMT>
+__device__ __forceinline__ void init_accumulators(float (&acc)[kMT][kNT][4], const float* bias, int t) {
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
     const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int mt = 0; mt < kMT; ++mt) {
       acc[mt][nt][0] = acc[mt][nt][2] = b.x;
       acc[mt][nt][1] = acc[mt][nt][3] = b.y;
     }
@@ -44,10 +44,10 @@ __device__ __forceinline__ void init_accumulators(float (&acc)[kMTiles][kNT][4],
 
 // Zero accumulators, for kernels that add the bias at the store (weights scaled by a power of
 // two: see unscale_accumulators).
-template <int kNT>
-__device__ __forceinline__ void zero_accumulators(float (&acc)[kMTiles][kNT][4]) {
+template <int kNT, int kMT>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kMT][kNT][4]) {
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
+  for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
@@ -57,10 +57,10 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[kMTiles][kNT][4])
 }
 
 // Accumulators of weights multiplied by a power of two, times its inverse: exact.
-template <int kNT>
-__device__ __forceinline__ void unscale_accumulators(float (&acc)[kMTiles][kNT][4], float unscale) {
+template <int kNT, int kMT>
+__device__ __forceinline__ void unscale_accumulators(float (&acc)[kMT][kNT][4], float unscale) {
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
+  for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
@@ -70,13 +70,13 @@ __device__ __forceinline__ void unscale_accumulators(float (&acc)[kMTiles][kNT][
 }
 
 // Adds the bias to accumulators that started at zero.
-template <int kNT>
-__device__ __forceinline__ void add_bias(float (&acc)[kMTiles][kNT][4], const float* bias, int t) {
+template <int kNT, int kMT>
+__device__ __forceinline__ void add_bias(float (&acc)[kMT][kNT][4], const float* bias, int t) {
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
     const float2 b = *reinterpret_cast<const float2*>(bias + nt * 8 + 2 * t);
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int mt = 0; mt < kMT; ++mt) {
       acc[mt][nt][0] += b.x;
       acc[mt][nt][2] += b.x;
       acc[mt][nt][1] += b.y;
@@ -102,14 +102,14 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMTiles][kNT][4], const fl
 // registers beside them; the resident TF32 mma.sync kernels are at the edge of spilling),
 // and p.out_channels is read where used (a Resident kernel's p is its parameter, in the
 // constant bank).
-template <int kNT>
-__device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
-                                           const int64_t (&pixel_out)[kMTiles][2], const Problem& p,
+template <int kNT, int kMT>
+__device__ __forceinline__ void store_tile(float (&acc)[kMT][kNT][4],
+                                           const int64_t (&pixel_out)[kMT][2], const Problem& p,
                                            int t, bool pixel_major) {
   float* out = static_cast<float*>(p.output);
   if (p.relu) {
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
@@ -119,7 +119,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
   }
   if (pixel_major) {
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (pixel_out[mt][h] < 0) continue;
@@ -136,7 +136,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
   const int64_t channel_step = p.out_stride[1];
   const bool upper = t >= 2;  // after the swap: pixel g + 8, else pixel g
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
+  for (int mt = 0; mt < kMT; ++mt) {
     const int64_t base = upper ? pixel_out[mt][1] : pixel_out[mt][0];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
@@ -155,53 +155,69 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMTiles][kNT][4],
   }
 }
 
-// Writes a warp's 16 accumulator rows (pixels first_row ...) into a staged block as
+// Writes a warp's 16 kMT accumulator rows (pixels first_row ...) into a staged block as
 // 16-bit values, relu applied where the call fuses it. relu is read per value, in float32
 // before the rounding (v <= 0 covers what rounds to -0, and NaN stays): one compare and one
 // select, in one copy of the loop -- two copies, one per relu, made ptxas spill in the
 // space-to-depth kernel's two accumulator sets.
-template <DType T, int kNT>
-__device__ __forceinline__ void stage_rows(const float (&acc)[kMTiles][kNT][4], uint16_t* block,
+template <DType T, int kNT, int kMT>
+__device__ __forceinline__ void stage_rows(const float (&acc)[kMT][kNT][4], uint16_t* block,
                                            int first_row, int lane, bool relu) {
-  static_assert(kMTiles == 1, "one 16-pixel m-tile per warp");
   const int g = lane >> 2, t = lane & 3;
   const auto value = [relu](float v) { return relu && v <= 0.f ? 0.f : v; };
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    uint16_t* row = block + (first_row + h * 8 + g) * kStagedPitchOf<kNT>;
+  for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) = mma::pack_u16(
-          from_float<T>(value(acc[0][nt][2 * h])), from_float<T>(value(acc[0][nt][2 * h + 1])));
+    for (int h = 0; h < 2; ++h) {
+      uint16_t* row = block + (first_row + mt * 16 + h * 8 + g) * kStagedPitchOf<kNT>;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) = mma::pack_u16(
+            from_float<T>(value(acc[mt][nt][2 * h])), from_float<T>(value(acc[mt][nt][2 * h + 1])));
+      }
     }
   }
 }
+
+// A warpgroup's 64-pixel block is staged by 4 / kMT warps of 16 kMT rows each (one m-tile a
+// warp: a wgmma warpgroup's four; two: the portable space-to-depth kernel's halves), which meet
+// at their group's named barrier.
+template <int kMT>
+struct StagedGroups {
+  static_assert(kMT == 1 || kMT == 2, "16 or 32 rows a warp");
+  static constexpr int kWarps = 4 / kMT;
+  __device__ static void barrier(int group) { named_barrier_sync<32 * kWarps>(kFirstConsumerGroup + group); }
+};
 
 // 16-bit channels-last outputs (Problem::out_pixel_major) need no transpose, only
 // wide stores: each warp stages its own 16 pixel rows (so no group barrier) and
 // reads them back as 16-byte units, lanes l and l + 16 the even and the odd units
 // of pixel l: an instruction writes 16 pixels' 32-byte sectors whole.
-template <DType T, int kNT, class OutOf>
-__device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTiles][kNT][4],
+template <DType T, int kNT, int kMT, class OutOf>
+__device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMT][kNT][4],
                                                        uint16_t* staged, const Problem& p, int warp,
                                                        int lane, const OutOf& out_of) {
-  const int group = warp / 4, group_warp = warp % 4, pixel = lane & 15, odd = lane >> 4;
+  constexpr int kGroupWarps = StagedGroups<kMT>::kWarps;
+  const int group = warp / kGroupWarps, group_warp = warp % kGroupWarps, pixel = lane & 15, odd = lane >> 4;
   uint16_t* block = staged + group * kStagedElemsOf<kNT>;
   __syncwarp();  // the warp's reads of the previous tile are done
-  stage_rows<T>(acc, block, group_warp * 16, lane, p.relu);
+  stage_rows<T>(acc, block, group_warp * 16 * kMT, lane, p.relu);
   __syncwarp();
-  const int64_t base = out_of(group * 64 + group_warp * 16 + pixel);
-  if (base < 0) return;
-  uint16_t* out = static_cast<uint16_t*>(p.output) + base;
-  // Pixel rows are 4-byte aligned (kStagedPitch is even): four 32-bit reads a unit.
-  const uint32_t* from =
-      reinterpret_cast<const uint32_t*>(block + (group_warp * 16 + pixel) * kStagedPitchOf<kNT>);
 #pragma unroll
-  for (int i = 0; i < kNT / 2; ++i) {
-    const int unit = 2 * i + odd;
-    if (unit * 8 >= p.out_channels) break;
-    const uint32_t* w = from + unit * 4;
-    *reinterpret_cast<uint4*>(out + unit * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+  for (int mt = 0; mt < kMT; ++mt) {
+    const int row = group_warp * 16 * kMT + mt * 16 + pixel;
+    const int64_t base = out_of(group * 64 + row);
+    if (base < 0) continue;
+    uint16_t* out = static_cast<uint16_t*>(p.output) + base;
+    // Pixel rows are 4-byte aligned (kStagedPitch is even): four 32-bit reads a unit.
+    const uint32_t* from = reinterpret_cast<const uint32_t*>(block + row * kStagedPitchOf<kNT>);
+#pragma unroll
+    for (int i = 0; i < kNT / 2; ++i) {
+      const int unit = 2 * i + odd;
+      if (unit * 8 >= p.out_channels) break;
+      const uint32_t* w = from + unit * 4;
+      *reinterpret_cast<uint4*>(out + unit * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
   }
 }
 
@@ -212,24 +228,25 @@ __device__ __forceinline__ void store_tile_pixel_major(const float (&acc)[kMTile
 // store_tile_pixel_major (pixel_major: Problem::out_pixel_major, or the caller's
 // compile-time copy of it).
 // out_of(local) is tile pixel `local`'s output offset, -1 where it has none.
-template <DType T, int kNT, class OutOf>
-__device__ __forceinline__ void store_tile_staged(const float (&acc)[kMTiles][kNT][4],
+template <DType T, int kNT, int kMT, class OutOf>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[kMT][kNT][4],
                                                   uint16_t* staged, const Problem& p, int warp,
                                                   int lane, bool pixel_major, const OutOf& out_of) {
   if (pixel_major) {
     store_tile_pixel_major<T>(acc, staged, p, warp, lane, out_of);
     return;
   }
-  const int group = warp / 4, group_warp = warp % 4;
+  constexpr int kGroupWarps = StagedGroups<kMT>::kWarps;
+  const int group = warp / kGroupWarps, group_warp = warp % kGroupWarps;
   uint16_t* block = staged + group * kStagedElemsOf<kNT>;
-  group_barrier(group);  // the group's reads of the previous tile are done
-  stage_rows<T>(acc, block, group_warp * 16, lane, p.relu);
-  group_barrier(group);
-  // Lane -> pixels lane and lane + 32 of the group; warp -> 24 of the channels: all of them
+  StagedGroups<kMT>::barrier(group);  // the group's reads of the previous tile are done
+  stage_rows<T>(acc, block, group_warp * 16 * kMT, lane, p.relu);
+  StagedGroups<kMT>::barrier(group);
+  // Lane -> pixels lane and lane + 32 of the group; warp -> its share of the channels: all of them
   // stored unless the call has fewer channels (Problem::out_channels), a second loop then. (A
   // guard inside the one loop cost the 16-bit kernels 25-37%: H100, s2d 0.162 -> 0.222 ms.)
   uint16_t* out = static_cast<uint16_t*>(p.output);
-  constexpr int kChannelsPerWarp = kNT * 8 / 4;
+  constexpr int kChannelsPerWarp = kNT * 8 / kGroupWarps;
   const int first = group_warp * kChannelsPerWarp;
   const int64_t channel_step = p.out_stride[1];
   const bool whole = p.out_channels >= first + kChannelsPerWarp;

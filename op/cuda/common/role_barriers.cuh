@@ -13,10 +13,5 @@ __device__ __forceinline__ void producer_barrier() {
   named_barrier_sync<kProducerWarps4, kProducerThreads>();
 }
 
-// Consumer warpgroup `group` (4 warps) alone: its epilogue's staged block.
-__device__ __forceinline__ void group_barrier(int group) {
-  named_barrier_sync<128>(kFirstConsumerGroup + group);
-}
-
 }  // namespace cuda
 }  // namespace alexconv

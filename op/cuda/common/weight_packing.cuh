@@ -68,7 +68,8 @@ struct WeightRound {
 
 // Packs input channel c's B (in the engine's layout) from its raw weights, times
 // `scale` where the mode multiplies float32 as float16 (half_weight_scale). Returns
-// whether one of them is infinite.
+// whether one of them is infinite. kNT n-tiles (8 output channels each) from the first:
+// the whole 96, or a split kernel's group (whose blocks are then kNT * 8 channels wide).
 template <class Mode, bool kWgmma, int kSteps, int kNT = mma::kNTiles>
 __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t* k_taps,
                              uint4* b_frag, int tid, float scale = 1.f) {
@@ -85,20 +86,21 @@ __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t
   if constexpr (kWgmma) {
     // A block row (see arch/wgmma.cuh) is 32 bytes = 8 words per output channel,
     // two 16-byte halves; a thread fills one half of a row in every block of the step.
-    constexpr int kHalves = 2, kItems = kSteps * kOutChannels * kHalves;
+    constexpr int kChannels = kNT * 8, kBlockBytes = kChannels * 32;  // wgmma::kBlockBytes at 96
+    constexpr int kHalves = 2, kItems = kSteps * kChannels * kHalves;
     for (int e = tid; e < kItems; e += kTileThreads) {
-      const int half = e % kHalves, n = (e / kHalves) % kOutChannels;
-      const int step = e / (kHalves * kOutChannels);
+      const int half = e % kHalves, n = (e / kHalves) % kChannels;
+      const int step = e / (kHalves * kChannels);
       const auto w = [&](int n_, int col) { return weight(step, n_, col); };
       uint32_t words[4][Mode::kWgBlocks];
 #pragma unroll
       for (int u = 0; u < 4; ++u) Mode::wg_words(w, n, half * 4 + u, words[u]);
       unsigned char* row = reinterpret_cast<unsigned char*>(b_frag) +
-                           (c * kSteps + step) * Mode::kWgBlocks * wgmma::kBlockBytes +
+                           (c * kSteps + step) * Mode::kWgBlocks * kBlockBytes +
                            wgmma::block_offset(n, 16 * half);
 #pragma unroll
       for (int b = 0; b < Mode::kWgBlocks; ++b) {
-        *reinterpret_cast<uint4*>(row + b * wgmma::kBlockBytes) =
+        *reinterpret_cast<uint4*>(row + b * kBlockBytes) =
             make_uint4(words[0][b], words[1][b], words[2][b], words[3][b]);
       }
     }
@@ -117,13 +119,13 @@ __device__ bool pack_channel(const typename Mode::Raw* raw, int c, const uint8_t
 }
 
 // Packs every input channel's B into b_frag; `raw` is scratch for one channel's raw
-// weights (96 x 121). Every thread of the CTA takes part; k_taps must be written
+// weights (kNT * 8 x 121). Every thread of the CTA takes part; k_taps must be written
 // before the call (its first barrier publishes it). Returns whether this thread saw
 // an infinite weight.
-template <class Mode, bool kWgmma, int kSteps>
+template <class Mode, bool kWgmma, int kSteps, int kNT = mma::kNTiles>
 __device__ __forceinline__ bool pack_weights(const Problem& p, const uint8_t* k_taps, uint4* b_frag,
                              typename Mode::Raw* raw, int tid, float scale = 1.f) {
-  WeightRound<typename Mode::Raw> weights;
+  WeightRound<typename Mode::Raw, kNT * 8> weights;
   weights.load(p, 0, tid);
   bool infinite_weight = false;
 #pragma unroll 1
@@ -131,7 +133,7 @@ __device__ __forceinline__ bool pack_weights(const Problem& p, const uint8_t* k_
     weights.store(raw, tid);
     __syncthreads();  // the channel's raw weights (and, first, k_taps) are in place
     if (c + 1 < kInChannels) weights.load(p, c + 1, tid);  // in flight while packing
-    infinite_weight |= pack_channel<Mode, kWgmma, kSteps>(raw, c, k_taps, b_frag, tid, scale);
+    infinite_weight |= pack_channel<Mode, kWgmma, kSteps, kNT>(raw, c, k_taps, b_frag, tid, scale);
     __syncthreads();  // every read of the raw weights is done before the next store
   }
   return infinite_weight;

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "../../conv1_geometry.h"
+#include "../common/channel_groups.cuh"
 #include "../common/dtype.cuh"
 #include "../common/occupancy.h"
 #include "../common/tma_map.h"
@@ -44,21 +45,14 @@ namespace cuda {
 namespace igemm {
 namespace {
 
-// The problem as the CTAs of channel group blockIdx.y see it: the group's weights, bias and
-// output channels from its first (the whole problem for Resident kernels).
+// The problem as the CTAs of channel group blockIdx.y see it (the whole problem for Resident
+// kernels).
 template <class F, int kElemBytes>
 __device__ __forceinline__ Problem group_problem(const Problem& p) {
   if constexpr (F::kGroups == 1) {
     return p;
   } else {
-    Problem g = p;
-    const int64_t c0 = int64_t(blockIdx.y) * F::kChannels;
-    constexpr int64_t bytes = kElemBytes;
-    g.weight = static_cast<const char*>(p.weight) + c0 * p.weight_stride[0] * bytes;
-    if (p.bias) g.bias = static_cast<const char*>(p.bias) + c0 * p.bias_stride * bytes;
-    g.output = static_cast<char*>(p.output) + c0 * p.out_stride[1] * bytes;
-    g.out_channels = p.out_channels - c0;  // > 0: launch_kernel starts no group past them
-    return g;
+    return cuda::group_problem<F::kChannels, kElemBytes>(p, int(blockIdx.y));
   }
 }
 
@@ -181,7 +175,7 @@ cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMa
   if (err != cudaSuccess) return err;
   // A persistent grid: every CTA resident at once, the groups of a tile side by side. Groups
   // wholly past the weight's channels (Problem::out_channels) are not launched.
-  const int groups = int((p.out_channels + F::kChannels - 1) / F::kChannels);
+  const int groups = launched_groups(p.out_channels, F::kChannels);
   const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / groups, 1));
   TilePlan ordered = plan;
   if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {

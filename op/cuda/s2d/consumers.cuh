@@ -41,21 +41,6 @@ __device__ __forceinline__ void multiply_tap(float (&acc)[mma::kNTiles][4], cons
   }
 }
 
-// The thread's accumulator rows g and g + 8.
-struct Rows {
-  Pixel px[2];
-  int64_t out[kMTiles][2];
-};
-__device__ inline Rows thread_rows(const Plan& plan, const Tile& tile, const Problem& p, int warp, int g) {
-  Rows r;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    r.px[h] = place_pixel(plan, tile, p, (warp >> 2) * 64 + (warp & 3) * 16 + h * 8 + g);
-    r.out[0][h] = r.px[h].out;
-  }
-  return r;
-}
-
 // The consumer warps' side of the ring: per stage, 9 taps of MMAs on the slot's
 // window; a stage's MMAs run while the next stage's are issued, and its slot is
 // released once they are done. Every wgmma wait sits on a path the compiler can

@@ -65,7 +65,7 @@ struct Tile {
 // base + kTilePixels - 1 + 2 wv + 2, with base < wv.
 ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv) { return 3 * wv + kTilePixels + 1; }
 // Input rows a window spans: its cell rows, 4 each (the copy engine's boxes and spans).
-inline int64_t window_rows(const Plan& plan) { return kStride * ((plan.cells + plan.wv - 1) / plan.wv); }
+ALEXCONV_HOST_DEVICE inline int64_t window_rows(const Plan& plan) { return kStride * ((plan.cells + plan.wv - 1) / plan.wv); }
 
 inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w) {
   Plan plan;

@@ -151,15 +151,18 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
 // (ptxas C7518). A call: its loops stay out of the producers' registers. (The
 // kernel's parameters are __grid_constant__, so passing them by reference copies nothing.)
 // The tile comes as its index, decoded here: the producers' loop then keeps none of
-// its fields but what staging needs.
-template <DType T>
+// its fields but what staging needs. kChannels: the channels a CTA computes (a split
+// kernel's group, from p's first), of which those of the weight's are stored.
+template <DType T, int kChannels = int(kOutChannels)>
 __device__ __noinline__ void store_exact_tile(const Problem& p, const Plan& plan, int64_t index,
                                               int thread) {
   const Tile tile = decode_tile(plan, index);
   using S = typename Storage<T>::type;
   S* out = static_cast<S*>(p.output);
+  int channels = int(p.out_channels);
+  if constexpr (kChannels < kOutChannels) channels = min(channels, kChannels);
 #pragma unroll 1
-  for (int e = thread; e < kTilePixels * int(p.out_channels); e += kProducerThreads) {
+  for (int e = thread; e < kTilePixels * channels; e += kProducerThreads) {
     const int co = e / kTilePixels;  // consecutive threads, consecutive pixels
     const Pixel px = place_pixel(plan, tile, p, e % kTilePixels);
     if (px.out >= 0) {
@@ -187,12 +190,12 @@ struct ExactTiles {
     if (last && lane == 0) reinterpret_cast<volatile uint8_t*>(&ring.votes[parity])[warp] = seen;
   }
   // After arriving on the `full` (at pos) of a tile's last stage.
-  template <DType T, int kSlots>
+  template <DType T, int kSlots, int kChannels = int(kOutChannels)>
   __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
                          const Plan& plan, int64_t tile_index, int thread) {
     barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
     if (TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[parity]))) {
-      store_exact_tile<T>(p, plan, tile_index, thread);
+      store_exact_tile<T, kChannels>(p, plan, tile_index, thread);
     }
     seen = 0;
     parity ^= 1;
@@ -201,14 +204,16 @@ struct ExactTiles {
 
 // Producer warps: per stage, load the window's units into registers (in flight
 // while the slot is still being read), then write its records once the slot is free.
-template <class Mode, DType T, int kUnits>
+// kSlots, kChannels: the kernel's ring and the output channels a CTA computes (the
+// portable kernel's differ from the Hopper one's).
+template <class Mode, DType T, int kUnits, int kSlots = Staged<Mode>::kSlots, int kChannels = int(kOutChannels)>
 __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots,
-                        Ring<Staged<Mode>::kSlots>& ring, Round round, int warp, int lane) {
+                        Ring<kSlots>& ring, Round round, int warp, int lane) {
   using Raw = typename Mode::Raw;
   const int thread = warp * 32 + lane;
   Raw v[kUnits][kUnitValues];
   StageCursor<Plan> at(plan);
-  RingPos<Staged<Mode>::kSlots> pos;
+  RingPos<kSlots> pos;
   ExactTiles exact;
   while (at.valid(plan)) {
     const int t = opaque(thread);
@@ -222,7 +227,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
     exact.staged<Mode>(vote, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
     barrier_arrive(&ring.full[pos.slot]);
-    if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
+    if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
   }

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "../../conv1_geometry.h"
+#include "../common/epilogue.cuh"  // kMTiles
 #include "../common/operand_modes.cuh"
 #include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
 #include "../common/tile_votes.cuh"
@@ -107,6 +108,31 @@ __device__ __forceinline__ Pixel place_pixel(const Plan& plan, const Tile& tile,
     px.out = tile.n * p.out_stride[0] + oy * p.out_stride[2] + px.ox * p.out_stride[3];
   }
   return px;
+}
+
+// The output offsets of the thread's accumulator rows g and g + 8 of each of its warp's kMT
+// m-tiles (warp w owns tile pixels 16 kMT w on; -1: none).
+template <int kMT = 1>
+struct Rows {
+  int64_t out[kMT][2];
+};
+template <int kMT = 1>
+__device__ inline Rows<kMT> thread_rows(const Plan& plan, const Tile& tile, const Problem& p, int warp, int g) {
+  Rows<kMT> r;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) r.out[mt][h] = place_pixel(plan, tile, p, (warp * kMT + mt) * 16 + h * 8 + g).out;
+  }
+  return r;
+}
+
+// The K order of a (channel, tap) step as common/weight_packing.cuh's table: k = 4 ry + rx
+// multiplies tap (4 dy + ry, 4 dx + rx), a zero weight past the kernel.
+__device__ __forceinline__ uint8_t step_tap(int step, int k) {
+  const int ky = (step / kTaps1D) * kStride + k / kStride;
+  const int kx = (step % kTaps1D) * kStride + k % kStride;
+  return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : mma::kTapsPerChannel);
 }
 
 }  // namespace s2d

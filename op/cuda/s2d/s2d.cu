@@ -45,6 +45,7 @@
 #include "copies.cuh"
 #include "plan.h"
 #include "producers.cuh"
+#include "prologue.cuh"
 #include "ring.cuh"
 
 namespace alexconv {
@@ -117,14 +118,6 @@ struct SmemLayout {
 
 // ---- the kernel ---------------------------------------------------------------
 
-// The K order of a (channel, tap) step as common/weight_packing.cuh's table: k = 4 ry + rx
-// multiplies tap (4 dy + ry, 4 dx + rx), a zero weight past the kernel.
-[[maybe_unused]] __device__ __forceinline__ uint8_t step_tap(int step, int k) {
-  const int ky = (step / kTaps1D) * kStride + k / kStride;
-  const int kx = (step % kTaps1D) * kStride + k % kStride;
-  return uint8_t(ky < kKernel && kx < kKernel ? ky * kKernel + kx : kTapsPerChannel);
-}
-
 // Channels-last 16-bit outputs (Problem::out_pixel_major) get kernels of their own
 // (kPixelMajor): with both staged epilogues in one consumer loop, or both loops in
 // one kernel, ptxas spilled the shared-memory base in the 16-bit kernels with two
@@ -156,39 +149,11 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   unsigned char* slots = smem + Layout::kSlotsAt;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (tid == 0) {
-    for (int s = 0; s < kSlots; ++s) {
-      barrier_init(&ring.full[s], kProducerThreads);
-      barrier_init(&ring.empty[s], kConsumerThreads);
-    }
-    for (int r = 0; r < 2; ++r) barrier_init(&ring.landed[r], 1);
-    barrier_init_fence();
-  }
-  if (tid < kTapSteps * 16) k_taps[tid] = step_tap(tid / 16, tid % 16);
-  if (tid < kOutChannels) {
-    const Raw* b = static_cast<const Raw*>(p.bias);
-    bias[tid] = b && tid < p.out_channels ? to_float<T>(b[tid * p.bias_stride]) : 0.f;
-  }
-  // float32 multiplied as fp16: B holds the weights times a power of two (its
-  // barrier publishes the ring, k_taps and the bias; the raw slots, free until the
-  // first box lands, are its scratch).
+  // The raw slots, free until the first box lands, hold the weight scale's scratch; the
+  // window slots, free until the producers start, a channel's raw weights.
   WeightScale weight_scale;
-  if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
-    weight_scale = half_weight_scale(p, reinterpret_cast<uint32_t*>(smem + Layout::kRawAt), tid);
-  }
-  // The window slots are free until the producers start: scratch for raw weights.
-  // Its first barrier publishes the ring, k_taps and the bias.
-  const bool infinite_weight = pack_weights<Mode, true, kTapSteps>(
-      p, k_taps, b_all, reinterpret_cast<Raw*>(slots), tid, weight_scale.scale);
-  // B was written through the generic proxy; the tensor cores read it through the async proxy.
-  fence_async_proxy();
-  // Infinite weights make inputs split toward zero (see mma::Round). Ends in a CTA barrier.
-  const bool any_infinite = __syncthreads_or(infinite_weight);
-  const Round round = any_infinite ? Round::kTowardZero : Round::kNearest;
-  // Every warp records the result before the roles part: with the result used by the
-  // producers only, ptxas may give each role its own copy of the barrier (BAR.RED),
-  // the shape of build that hung (scripts/check_barriers.sh).
-  if (lane == 0) ring.infinite_weights = any_infinite;
+  const Round round = prepare<Mode, T, kSlots>(p, ring, k_taps, bias, b_all, reinterpret_cast<Raw*>(slots),
+                                               reinterpret_cast<uint32_t*>(smem + Layout::kRawAt), weight_scale, tid);
   if (warp < kConsumerWarps) {
     const Consumer<Mode, T, kPixelMajor> consumer{
         p, plan, ring, smem_address(slots), smem_address(smem), bias,

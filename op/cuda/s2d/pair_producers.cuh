@@ -1,0 +1,162 @@
+// The portable space-to-depth kernel's producer warps where the input's rows allow it
+// (pairs_apply): windows loaded as column pairs, 16-bit ones three stages in flight. (Elsewhere
+// it takes the element-load producers of s2d/producers.cuh.)
+//
+// A unit's row segment is 4 columns from 2 before a cell's first, so with even rows and widths
+// each half of it is one aligned word -- 4 bytes of 16-bit values, which are already a record's
+// word, or 8 of float32 -- wholly inside the image or wholly outside: 4 loads a unit instead of
+// 8. And 16-bit loads are issued two stages before their records are written, into register
+// sets of their own, so a stage's load latency overlaps the stages before instead of following
+// them (the element-load producers keep one stage in flight: the consumers of the 99 KB fit
+// waited on them, perf-notes).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../../conv1_geometry.h"
+#include "../arch/global_loads.cuh"
+#include "../arch/mbarrier.cuh"
+#include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
+#include "plan.h"
+#include "producers.cuh"
+#include "ring.cuh"
+
+namespace alexconv {
+namespace cuda {
+namespace s2d {
+
+// Whether a window's column pairs can be loaded whole: rows of unit stride and even width, every
+// row and channel starting at an even element of an input aligned to a pair.
+inline bool pairs_apply(const Problem& p) {
+  const int64_t elem = element_bytes(p.dtype);
+  return p.in_stride[3] == 1 && p.in_w % 2 == 0 && p.in_stride[2] % 2 == 0 && p.in_stride[1] % 2 == 0 &&
+         p.in_stride[0] % 2 == 0 && reinterpret_cast<uintptr_t>(p.input) % (2 * elem) == 0;
+}
+
+// One stage's loads: per unit, its 4 pairs in record order (row ry, half h at 2 ry + h).
+template <class Mode, int kUnits>
+struct PairStage {
+  using Pair = std::conditional_t<std::is_same_v<typename Mode::Raw, float>, float2, uint32_t>;
+  Pair v[kUnits][4];
+};
+
+template <class Mode, int kUnits>
+__device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const Problem& p, const Plan& plan,
+                                           const Tile& tile, int channel, int thread) {
+  using Raw = typename Mode::Raw;
+  const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] + channel * p.in_stride[1];
+  const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
+  const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const ThreadUnit unit = thread_unit(plan, thread, k);
+    const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
+    const Raw* row = image + int64_t(iy) * p.in_stride[2] + ix;
+#pragma unroll
+    for (int ry = 0; ry < 2; ++ry) {
+      const bool row_ok = unit.owned && unsigned(iy + ry) < height;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        stage.v[k][2 * ry + h] = load_or_zero2(row + ry * p.in_stride[2] + 2 * h, row_ok && unsigned(ix + 2 * h) < width);
+      }
+    }
+  }
+}
+
+// Writes a stage's records (float32 rounded to fp16 on the way); returns its TileVotes bits.
+template <class Mode, int kUnits>
+__device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairStage<Mode, kUnits>& stage,
+                                                const Plan& plan, int thread) {
+  HalfMagnitudes<Mode> halves;
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+        const float2 pair = stage.v[k][i];
+        w[i] = mma::pack_half2(pair.x, pair.y);
+        halves.float_bits |= __float_as_uint(pair.x) | __float_as_uint(pair.y);
+      } else {
+        w[i] = stage.v[k][i];
+      }
+      halves.add(w[i]);
+    }
+    // A repeated unit (see thread_unit) writes no record; the record's offset needs no division.
+    const int u = thread + k * kProducerThreads;
+    if (u < 2 * int(plan.cells)) *reinterpret_cast<uint4*>(slot + record_at(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  return halves.vote();
+}
+
+// Producer warps: 16-bit stage s + 2's loads go out before stage s's records are written, into
+// the third of three register sets (24 registers each); the sets rotate by unrolling the loop by
+// three (each a fixed array). With two sets the loads had one stage's time to land and the
+// consumers waited on them (H100 as sm_86, fp16: 0.330 ms, perf-notes). float32 keeps one set:
+// two of its 48 registers each spilled (ptxas, 250 bytes); its stage s + 1's loads go out once
+// stage s's records are written, as in s2d/producers.cuh.
+template <class Mode, DType T, int kUnits, int kSlots, int kChannels>
+__device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char* slots, Ring<kSlots>& ring,
+                              int warp, int lane) {
+  static_assert(!Staged<Mode>::kSplit, "16-bit records");
+  // Three sets where a CTA computes a group of the channels; with all 96 (twice the consumer
+  // registers) ptxas spilled 40-52 bytes for the third set, so two.
+  constexpr int kSets = sizeof(typename Mode::Raw) == 4 ? 1 : kChannels < kOutChannels ? 3 : 2;
+  constexpr bool kAhead = kSets > 1;
+  using Stage = PairStage<Mode, kUnits>;
+  const int thread = warp * 32 + lane;
+  StageCursor<Plan> at(plan);
+  // The stage whose loads go out next, as its tile's index and channel: its tile is decoded
+  // where used (a second cursor's decoded tile, held across the stages, made ptxas spill).
+  int64_t ahead_index = blockIdx.x;
+  int ahead_channel = 0;
+  const auto load_ahead = [&](Stage& into) {
+    if (++ahead_channel == kInChannels) ahead_channel = 0, ahead_index += gridDim.x;
+    if (ahead_index < plan.tiles) {
+      load_pairs(into, p, plan, decode_tile(plan, ahead_index), ahead_channel, opaque(thread));
+    }
+  };
+  RingPos<kSlots> pos;
+  ExactTiles exact;
+  // Writes stage `at` (loaded into `loaded`), after issuing the loads kSets - 1 stages on into `next`.
+  const auto step = [&](Stage& loaded, Stage& next) {
+    if constexpr (kAhead) {
+      load_ahead(next);
+    } else {
+      load_pairs(loaded, p, plan, at.tile, at.channel, opaque(thread));
+    }
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    const uint32_t vote = store_pairs(slots + pos.slot * Staged<Mode>::kSlotBytes, loaded, plan, opaque(thread));
+    const bool last = at.channel == kInChannels - 1;
+    exact.staged<Mode>(vote, last, ring, warp, lane);
+    fence_async_proxy();
+    barrier_arrive(&ring.full[pos.slot]);
+    if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
+    at.advance(plan);
+    pos.advance();
+    return at.valid(plan);
+  };
+  if (!at.valid(plan)) return;
+  if constexpr (kSets == 3) {
+    Stage a, b, c;
+    load_pairs(a, p, plan, at.tile, at.channel, thread);
+    load_ahead(b);
+    while (step(a, c) && step(b, a) && step(c, b)) {
+    }
+  } else if constexpr (kSets == 2) {
+    Stage a, b;
+    load_pairs(a, p, plan, at.tile, at.channel, thread);
+    while (step(a, b) && step(b, a)) {
+    }
+  } else {
+    Stage a;
+    while (step(a, a)) {
+    }
+  }
+}
+
+}  // namespace s2d
+}  // namespace cuda
+}  // namespace alexconv

@@ -1,0 +1,226 @@
+// The portable space-to-depth implicit GEMM (sm_80+: Ampere, Ada, Hopper, Blackwell):
+// s2d.cu's problem, plan, windows and producers, with mma.sync consumers that load both
+// operands from shared memory by ldmatrix -- so, as on Hopper, the consumer warps issue
+// loads and MMAs and nothing else, where the register-gather kernel (igemm/) builds every A
+// fragment from single 16-bit loads.
+//
+// The fits: a CTA holds B for all 96 output channels (Whole: 154,112 bytes in 16 bits, 130,176 in
+// float32; A100's 163 KB and Hopper's 227 KB) or for one of two groups of 48 (Halves: 94,208 /
+// 75,008 bytes, every sm_80+ GPU's 99 KB; the groups of a tile run side by side and stage the
+// same windows, the second reading them from L2). Beside B, two window slots of 16 KB: a stage
+// is staged while the one before is multiplied. In Halves six consumer warps own two m-tiles
+// each (a B fragment serves both), and where rows allow the producers load column pairs with
+// 16-bit loads three stages ahead (pair_producers.cuh): the kernel is bound by shared-memory
+// wavefronts and load latency, not by the tensor cores (perf-notes).
+//
+// Modes: fp16, bf16, and float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
+// range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers). float32
+// accurate (bf16x3) has no fit here: its hi and lo planes double B and the windows.
+//
+// The parts: plan.h, ring.cuh, prologue.cuh and producers.cuh (shared with s2d.cu),
+// pair_producers.cuh and mma_sync_consumers.cuh; this file holds the kernel, its shared-memory
+// layout and the launch.
+#include "../kernel_api.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../conv1_geometry.h"
+#include "../arch/smem.cuh"
+#include "../common/channel_groups.cuh"
+#include "../common/dtype.cuh"
+#include "../common/occupancy.h"
+#include "../common/operand_modes.cuh"
+#include "../common/warp_roles.h"
+#include "half_of_float.cuh"
+#include "mma_sync_consumers.cuh"
+#include "plan.h"
+#include "pair_producers.cuh"
+#include "producers.cuh"
+#include "prologue.cuh"
+#include "ring.cuh"
+
+namespace alexconv {
+namespace cuda {
+namespace s2d {
+namespace {
+
+// How the kernel fits a GPU's shared memory: kGroups CTAs share a tile's 96 output channels,
+// each holding its group's B, beside kSlots window slots; its consumer warps own kMTiles m-tiles
+// each (two for 48 channels: a warp's B fragments serve twice the MMAs; 96 channels leave no
+// registers for that).
+template <int kGroups_, int kSlots_, int kMTiles_>
+struct Fit {
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kSlots = kSlots_;
+  static constexpr int kMTiles = kMTiles_;
+  static constexpr int kConsumers = kConsumerThreads / kMTiles;  // the threads that release a slot
+  static constexpr int kChannels = int(kOutChannels) / kGroups;
+  static constexpr int kNTiles = kChannels / 8;
+  static_assert(kChannels * kGroups == kOutChannels && kNTiles % 2 == 0, "n-tiles in pairs per group");
+};
+using Whole = Fit<1, 2, 1>;
+using Halves = Fit<2, 2, 2>;
+
+template <class Mode, class F>
+struct Layout {
+  using Raw = typename Mode::Raw;
+  static constexpr size_t kB = size_t(kInChannels) * kTapSteps * kTapBlockBytes<F::kNTiles>;
+  static constexpr size_t kTapsAt = kB;
+  static constexpr size_t kBiasAt = kTapsAt + kTapSteps * 16;
+  static constexpr size_t kLargestAt = kBiasAt + kOutChannels * sizeof(float);  // the weight scale's scratch
+  static constexpr size_t kRingAt = kLargestAt + kTileThreads / 32 * sizeof(uint32_t);
+  static constexpr size_t kSlotsAt = (kRingAt + sizeof(Ring<F::kSlots>) + 127) / 128 * 128;
+  // The slots hold a channel's raw weights while B is packed.
+  static constexpr size_t kRawBytes = size_t(F::kChannels) * kTapsPerChannel * sizeof(Raw);
+  static constexpr size_t kSlotsBytes = std::max(size_t(F::kSlots) * Staged<Mode>::kSlotBytes, kRawBytes);
+  static constexpr size_t kStagedAt = kSlotsAt + kSlotsBytes;
+  // 16-bit outputs leave through the staged epilogue, float32 ones straight.
+  static constexpr size_t kStagedBytes =
+      Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElemsOf<F::kNTiles> * sizeof(uint16_t) : 0;
+  static constexpr size_t kTotal = kStagedAt + kStagedBytes;
+  static_assert(Mode::kWgBlocks == 1 && !Staged<Mode>::kSplit, "one 16-bit B block and plane pair per tap");
+  static_assert(kRingAt % 8 == 0, "barriers stay aligned");
+};
+
+// The budgets the fits exist for (the compile check fails where one grows past them).
+constexpr size_t k99KB = 101376, kA100 = 166912;
+static_assert(Layout<mma::Half<false>, Halves>::kTotal <= k99KB && Layout<mma::HalfOfFloat, Halves>::kTotal <= k99KB,
+              "the halves fit every sm_80+ GPU");
+static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kA100 && Layout<mma::HalfOfFloat, Whole>::kTotal <= kA100,
+              "the whole B fits an A100");
+
+// Each group's view of the call (group_problem), made on the host: CTAs of grid row y read
+// theirs in place from the parameters, as the other kernels read theirs (a copy made in the
+// kernel lives in local memory).
+template <int kGroups>
+struct GroupProblems {
+  Problem of[kGroups];
+};
+
+// How the producers stage windows, kUnits units per thread (6-8): element loads
+// (s2d/producers.cuh), or column pairs two stages ahead where the rows allow (pair_producers.cuh).
+enum class Staging { kElements, kPairs };
+
+template <class Mode, DType T, int kUnits, class F, Staging kStaging>
+__global__ void __launch_bounds__(kTileThreads, 1)
+    conv1_s2d_mma_sync_kernel(const __grid_constant__ GroupProblems<F::kGroups> problems,
+                              const __grid_constant__ Plan plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // ldmatrix, mma.sync m16n8k16 and mbarriers need sm_80; dispatch.cpp never launches it here
+#else
+  using L = Layout<Mode, F>;
+  using Raw = typename Mode::Raw;
+  static_assert(std::is_same_v<Raw, typename Storage<T>::type>, "mode matches dtype");
+  const Problem& p = problems.of[F::kGroups == 1 ? 0 : blockIdx.y];
+  extern __shared__ __align__(16) unsigned char smem[];
+  Ring<F::kSlots>& ring = *reinterpret_cast<Ring<F::kSlots>*>(smem + L::kRingAt);
+  float* bias = reinterpret_cast<float*>(smem + L::kBiasAt);
+  unsigned char* slots = smem + L::kSlotsAt;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  WeightScale weight_scale;
+  const Round round = prepare<Mode, T, F::kSlots, F::kNTiles, F::kConsumers>(
+      p, ring, smem + L::kTapsAt, bias, reinterpret_cast<uint4*>(smem), reinterpret_cast<Raw*>(slots),
+      reinterpret_cast<uint32_t*>(smem + L::kLargestAt), weight_scale, tid);
+  if (warp < kConsumerWarps) {
+    consume_mma_sync<Mode, T, F::kNTiles, F::kMTiles, F::kSlots>(p, plan, ring, smem_address(slots), smem_address(smem), bias,
+                                                     reinterpret_cast<uint16_t*>(smem + L::kStagedAt),
+                                                     weight_scale.inverse, warp, lane);
+  } else {
+    if constexpr (kStaging == Staging::kPairs) {
+      produce_pairs<Mode, T, kUnits, F::kSlots, F::kChannels>(p, plan, slots, ring, warp - kConsumerWarps, lane);
+    } else {
+      produce<Mode, T, kUnits, F::kSlots, F::kChannels>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
+    }
+  }
+#endif
+}
+
+template <class Mode, DType T, int kUnits, class F, Staging kStaging>
+cudaError_t launch_fit(const Problem& p, const Plan& plan, const DeviceInfo& device, cudaStream_t stream) {
+  constexpr auto kernel = conv1_s2d_mma_sync_kernel<Mode, T, kUnits, F, kStaging>;
+  constexpr size_t kSmem = Layout<Mode, F>::kTotal;
+  int per_sm = 0;
+  const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
+  if (err != cudaSuccess) return err;
+  // A persistent grid, the groups of a tile side by side; none wholly past the weight's channels.
+  const int groups = launched_groups(p.out_channels, F::kChannels);
+  GroupProblems<F::kGroups> problems;
+  for (int g = 0; g < F::kGroups; ++g) {
+    problems.of[g] = group_problem<F::kChannels, int(sizeof(typename Mode::Raw))>(p, g);
+  }
+  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / groups, 1));
+  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, kSmem, stream>>>(problems, plan);
+  return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
+}
+
+// The widest fit this device's shared memory takes (groups 0: none).
+template <class Mode>
+int groups_on(const DeviceInfo& device) {
+  if (Layout<Mode, Whole>::kTotal <= device.max_smem_per_block_optin) return Whole::kGroups;
+  if (Layout<Mode, Halves>::kTotal <= device.max_smem_per_block_optin) return Halves::kGroups;
+  return 0;
+}
+
+template <class Mode, DType T, int kUnits, Staging kStaging = Staging::kElements>
+cudaError_t launch_units(const Problem& p, const Plan& plan, const DeviceInfo& device, cudaStream_t stream) {
+  switch (groups_on<Mode>(device)) {
+    case Whole::kGroups: return launch_fit<Mode, T, kUnits, Whole, kStaging>(p, plan, device, stream);
+    case Halves::kGroups: return launch_fit<Mode, T, kUnits, Halves, kStaging>(p, plan, device, stream);
+  }
+  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_supported first
+}
+
+template <class Mode, DType T>
+cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  const Plan plan = make_plan(p.batch, p.out_h, p.out_w);
+  if (plan.strips == 0) return cudaErrorInvalidValue;
+  if (plan.tiles == 0) return cudaSuccess;
+  static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
+  switch (units_per_thread(plan)) {
+    case kFewestUnits:  // windows of up to 384 cells: 224, 227 and smaller images (s2d_mma_sync_facts)
+      if (pairs_apply(p)) return launch_units<Mode, T, kFewestUnits, Staging::kPairs>(p, plan, device, stream);
+      return launch_units<Mode, T, kFewestUnits>(p, plan, device, stream);
+    case kFewestUnits + 1: return launch_units<Mode, T, kFewestUnits + 1>(p, plan, device, stream);
+    default: return launch_units<Mode, T, kMaxUnitsPerThread>(p, plan, device, stream);
+  }
+}
+
+int groups_for(const Problem& p, const DeviceInfo& device) {
+  switch (p.dtype) {
+    case DType::kFloat32: return p.allow_tf32 ? groups_on<mma::HalfOfFloat>(device) : 0;  // no bf16x3 fit
+    case DType::kFloat16: return groups_on<mma::Half<false>>(device);
+    case DType::kBFloat16: return groups_on<mma::Half<true>>(device);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace s2d
+
+S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
+  S2dMmaSyncFacts facts;
+  if (device.major < 8) return facts;
+  const int groups = s2d::groups_for(p, device);
+  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w);
+  if (groups == 0 || plan.strips == 0) return facts;
+  facts.groups = groups;
+  facts.tiles = plan.tiles;
+  facts.pair_staging = s2d::units_per_thread(plan) == s2d::kFewestUnits && s2d::pairs_apply(p);
+  return facts;
+}
+
+cudaError_t launch_conv1_s2d_mma_sync(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  switch (p.dtype) {
+    case DType::kFloat32:
+      if (!p.allow_tf32) break;
+      return s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream);
+    case DType::kFloat16: return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
+    case DType::kBFloat16: return s2d::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace cuda
+}  // namespace alexconv
