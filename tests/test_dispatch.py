@@ -65,11 +65,11 @@ def _capability():
 # The classes a Hopper card can plan as (none asks for more shared memory than it has), and the
 # kernel each must get per (mode, layout, batch) at 224x224 (op/cuda/dispatch.cpp): float32 the
 # register gather's mma.sync engine in the widest fit its shared memory takes (A100: over two
-# CTAs; the 99 KB parts: over four); at batch 256 allow_tf32 takes the portable space-to-depth
-# kernel (s2d_mma_sync) on every sm_80+ class, and so do 16 bits on the 99 KB parts where it loads
-# column pairs (NCHW rows), the register gather elsewhere (A100: with every channel resident); batch
-# 2 the register gather; ATen's cuDNN convolution below sm_80; never the direct kernel, never a
-# Hopper kernel on another class.
+# CTAs; the 99 KB parts: over four); at batch 256 allow_tf32 and channels_last 16-bit inputs take
+# the portable space-to-depth kernel (s2d_mma_sync) on every sm_80+ class, and so do NCHW 16-bit
+# ones on the 99 KB parts (it loads column pairs there), the register gather on the A100 (every
+# channel resident); batch 2 the register gather; ATen's cuDNN convolution below sm_80; never the
+# direct kernel, never a Hopper kernel on another class.
 def _auto(fp32: str, resident_16bit: bool):
     def kernel(key: str) -> str:
         mode, layout, batch = key.split()
@@ -77,11 +77,9 @@ def _auto(fp32: str, resident_16bit: bool):
             return fp32
         if batch == "2":
             return "mma_sync" if resident_16bit and mode != "tf32" else "mma_sync_n48"
-        if mode == "tf32":
+        if mode == "tf32" or layout == "channels_last":
             return "s2d_mma_sync"
-        if resident_16bit:
-            return "mma_sync"
-        return "s2d_mma_sync" if layout == "contiguous" else "mma_sync_n48"
+        return "mma_sync" if resident_16bit else "s2d_mma_sync"
     return kernel
 
 

@@ -84,16 +84,18 @@ IgemmFit fit_of(Kernel kernel) {
 // Where the portable space-to-depth kernel beats the register-gather one off Hopper (H100
 // planning as sm_86 and sm_80, batch 256 at 224; perf-notes "The portable space-to-depth
 // kernel"): float32 with allow_tf32 everywhere (as sm_86 0.38 ms against 0.58, as sm_80 0.31
-// against 0.58); 16 bits in the 99 KB fit where it loads column pairs (0.30-0.31 against 0.34;
-// element loads 0.41), not where the register gather holds every channel (A100: 0.267 against
-// 0.262). Small batches keep the register gather, whose plan spreads them over more CTAs (the
-// Hopper kernel's rule, s2d_preferred).
+// against 0.58); 16 bits from channels_last inputs (as sm_86 0.34 against 1.18, as sm_80 0.29
+// against 0.62), and from NCHW rows in the 99 KB fit where it loads column pairs (0.31 against
+// 0.34) -- not NCHW where the register gather holds every channel (A100: 0.267 against 0.262).
+// Small batches keep the register gather, whose plan spreads them over more CTAs (the Hopper
+// kernel's rule, s2d_preferred).
 bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
   const S2dMmaSyncFacts s2d = s2d_mma_sync_facts(p, device);
   constexpr int64_t kMinTilesPerSm = 4;
   if (s2d.groups == 0 || s2d.tiles < kMinTilesPerSm * device.sm_count) return false;
   if (p.dtype == DType::kFloat32) return true;  // allow_tf32: the family has no accurate mode
-  return s2d.groups == 2 && s2d.pair_staging;
+  const bool channels_last = p.in_stride[1] == 1;
+  return channels_last || (s2d.groups == 2 && s2d.pair_staging);
 }
 
 // The fastest path that can run the call: the space-to-depth kernel where measured
