@@ -58,7 +58,8 @@ def conv1_kernel(
     relu: bool = False,
 ) -> str:
     """Which kernel :func:`conv1` runs for these arguments on their device: ``"cpu"``; on CUDA
-    ``"wgmma"`` or ``"s2d"`` (Hopper), ``"mma_sync"`` (other tensor-core GPUs), ``"aten"``
+    ``"wgmma"`` or ``"s2d"`` (Hopper), ``"s2d_mma_sync"`` or ``"mma_sync"`` / ``"mma_sync_n48"`` /
+    ``"mma_sync_n24"`` (other tensor-core GPUs, sm_80 and up), ``"aten"``
     (ATen's cuDNN convolution, where none of alexconv's kernels can run the call: among
     others every call with padding other than 2, or output channels not a multiple of 8 up to
     96) or ``"direct"``;
