@@ -1,7 +1,8 @@
 // The warp roles every implicit-GEMM kernel here shares: 12 consumer warps multiply
-// (three wgmma warpgroups of 64 tile pixels; 16 pixels a warp under mma.sync) and 4
+// (three wgmma warpgroups of 64 tile pixels; 16 pixels a warp under mma.sync, or 32 in the
+// portable space-to-depth kernel's 99 KB fit, where six of them work) and 4
 // producer warps stage windows into the family's ring of slots. The two roles meet
-// only at the ring's mbarriers (and at the named barriers of role_barriers.cuh).
+// only at the ring's mbarriers (each role also has named barriers of its own: arch/named_barriers.cuh).
 // Plain C++: the host planners read the tile size too.
 #pragma once
 
