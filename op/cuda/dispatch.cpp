@@ -98,11 +98,11 @@ bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
   return channels_last || (s2d.groups == 2 && s2d.pair_staging);
 }
 
-// The fastest path that can run the call: the space-to-depth kernel where measured
-// faster (wgmma on Hopper, mma.sync elsewhere), else the register-gather implicit GEMM in the
-// widest fit the GPU's shared memory takes (wgmma on Hopper, mma.sync elsewhere), else ATen's
-// convolution (as nn.Conv2d: 17-27x faster than the direct kernel on an H200, which stays the
-// tests' plain reference).
+// The fastest path that can run the call: on Hopper the space-to-depth kernel where measured
+// faster, else the register gather's wgmma kernel; elsewhere the portable space-to-depth kernel
+// where measured faster, else the register gather's mma.sync kernel in the widest fit the GPU's
+// shared memory takes; else ATen's convolution (as nn.Conv2d: 17-27x faster than the direct
+// kernel on an H200, which stays the tests' plain reference).
 Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   if (s2d_preferred(p, device)) return Kernel::kS2d;
   const IgemmFit fit = igemm_fit(p, device);

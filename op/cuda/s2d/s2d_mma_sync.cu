@@ -108,7 +108,8 @@ struct GroupProblems {
 };
 
 // How the producers stage windows, kUnits units per thread (6-8): element loads
-// (s2d/producers.cuh), or column pairs two stages ahead where the rows allow (pair_producers.cuh).
+// (s2d/producers.cuh), or column pairs where the rows allow, 16-bit ones up to two stages ahead
+// (pair_producers.cuh).
 enum class Staging { kElements, kPairs };
 
 template <class Mode, DType T, int kUnits, class F, Staging kStaging>
@@ -177,7 +178,7 @@ cudaError_t launch_units(const Problem& p, const Plan& plan, const DeviceInfo& d
     case Whole::kGroups: return launch_fit<Mode, T, kUnits, Whole, kStaging>(p, plan, device, stream);
     case Halves::kGroups: return launch_fit<Mode, T, kUnits, Halves, kStaging>(p, plan, device, stream);
   }
-  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_supported first
+  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_facts first
 }
 
 template <class Mode, DType T>
