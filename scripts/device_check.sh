@@ -5,7 +5,8 @@
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
 #                                [profile] [ceiling] [floor] [operands] [harness] [deploy] [distributed]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c;
-#   SANITIZE_TOOLS narrows sanitize-c's tools; SANITIZE_RUNS="tool:kernel ..." replaces a step's list.
+#   SANITIZE_TOOLS narrows sanitize-c's tools; SANITIZE_RUNS="tool:kernel ..." replaces a step's list
+#   (kernel: a forced kernel, as-CC for an emulated class, or KERNEL@as-CC for both).
 #   On one 600 s device call fit: forced; emulate bench; each sanitize-x. build test no longer
 #   does (H200, 2026-11-26: build 140 s, the suite past 460 s): split the suite with PYTEST_ARGS,
 #   e.g. PYTEST_ARGS='tests/test_[a-f]*.py' for build test, then the rest in a second call.)
@@ -97,23 +98,27 @@ for step in "${steps[@]}"; do
       # could do) stays invisible.
       # sanitize-c: every tool on the portable kernels -- the 99 KB parts' split register-gather
       # kernels (forced), the portable space-to-depth kernel (forced: every channel in one CTA;
-      # as sm_86: two groups of 48) and the A100 plan (emulated).
+      # forced as sm_86, KERNEL@as-CC: two groups of 48, which auto leaves to the register gather
+      # at these small batches) and the A100 plan (emulated).
       runs=()
       case $step in
         sanitize-a) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct) ;;
         sanitize-b) runs+=(memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync) ;;
         sanitize-c) for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
-                      runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:as-8.6" "$tool:as-8.0"); done ;;
+                      runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:s2d_mma_sync@as-8.6" "$tool:as-8.0"); done ;;
         sanitize) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct
                          memcheck:s2d racecheck:s2d initcheck:s2d synccheck:s2d memcheck:mma_sync racecheck:mma_sync)
                   for tool in memcheck racecheck initcheck synccheck; do
-                    runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:as-8.6" "$tool:as-8.0"); done ;;
+                    runs+=("$tool:mma_sync_split" "$tool:s2d_mma_sync" "$tool:s2d_mma_sync@as-8.6" "$tool:as-8.0"); done ;;
       esac
       [[ -n ${SANITIZE_RUNS:-} ]] && read -ra runs <<< "$SANITIZE_RUNS"  # tool:kernel pairs instead
       for run in "${runs[@]}"; do
         tool=${run%%:*} kernel=${run##*:}
         uncached "$tool"
-        if [[ $kernel == as-* ]]; then
+        if [[ $kernel == *@as-* ]]; then  # a kernel forced while planning as another GPU class
+          ALEXCONV_CUDA_KERNEL=${kernel%@*} ALEXCONV_EMULATE_DEVICE=${kernel#*@as-} run_step "sanitizer-$tool-$kernel" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+        elif [[ $kernel == as-* ]]; then
           ALEXCONV_EMULATE_DEVICE=${kernel#as-} run_step "sanitizer-$tool-$kernel" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
         else
