@@ -156,15 +156,13 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMT][kNT][4],
 }
 
 // Writes a warp's 16 kMT accumulator rows (pixels first_row ...) into a staged block as
-// 16-bit values, relu applied where the call fuses it. relu is read per value, in float32
-// before the rounding (v <= 0 covers what rounds to -0, and NaN stays): one compare and one
-// select, in one copy of the loop -- two copies, one per relu, made ptxas spill in the
-// space-to-depth kernel's two accumulator sets.
+// 16-bit values, relu applied per value where the call fuses it (relu_output), in one copy of
+// the loop -- two copies, one per relu, made ptxas spill in the space-to-depth kernel's two
+// accumulator sets.
 template <DType T, int kNT, int kMT>
 __device__ __forceinline__ void stage_rows(const float (&acc)[kMT][kNT][4], uint16_t* block,
                                            int first_row, int lane, bool relu) {
   const int g = lane >> 2, t = lane & 3;
-  const auto value = [relu](float v) { return relu && v <= 0.f ? 0.f : v; };
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -172,8 +170,8 @@ __device__ __forceinline__ void stage_rows(const float (&acc)[kMT][kNT][4], uint
       uint16_t* row = block + (first_row + mt * 16 + h * 8 + g) * kStagedPitchOf<kNT>;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
-        *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) = mma::pack_u16(
-            from_float<T>(value(acc[mt][nt][2 * h])), from_float<T>(value(acc[mt][nt][2 * h + 1])));
+        *reinterpret_cast<uint32_t*>(row + nt * 8 + 2 * t) =
+            mma::pack_u16(relu_output<T>(acc[mt][nt][2 * h], relu), relu_output<T>(acc[mt][nt][2 * h + 1], relu));
       }
     }
   }

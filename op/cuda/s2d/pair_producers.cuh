@@ -131,9 +131,7 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
     const uint32_t vote = store_pairs(slots + pos.slot * Staged<Mode>::kSlotBytes, loaded, plan, opaque(thread));
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote, last, ring, warp, lane);
-    // As in s2d/producers.cuh; ldmatrix reads through the generic proxy, so for these consumers
-    // the fence (sm_90 builds only) orders nothing they need -- left for a build checked on a GPU.
-    fence_async_proxy();
+    // (No async-proxy fence, unlike s2d/producers.cuh: ldmatrix reads through the generic proxy.)
     barrier_arrive(&ring.full[pos.slot]);
     if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
