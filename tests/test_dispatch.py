@@ -68,12 +68,13 @@ def _capability():
 # CTAs; the 99 KB parts: over four); at batch 256 allow_tf32 and channels_last 16-bit inputs take
 # the portable space-to-depth kernel (s2d_mma_sync) on every sm_80+ class, and so do NCHW 16-bit
 # ones on the 99 KB parts (it loads column pairs there), the register gather on the A100 (every
-# channel resident); batch 2 the register gather; ATen's cuDNN convolution below sm_80; never the
-# direct kernel, never a Hopper kernel on another class.
+# channel resident); batch 2 the register gather, allow_tf32 there in the float32-accurate fit
+# (at up to 128 output pixels per SM it is faster); ATen's cuDNN convolution below sm_80; never
+# the direct kernel, never a Hopper kernel on another class.
 def _auto(fp32: str, resident_16bit: bool):
     def kernel(key: str) -> str:
         mode, layout, batch = key.split()
-        if mode == "fp32":
+        if mode == "fp32" or (mode == "tf32" and batch == "2"):
             return fp32
         if batch == "2":
             return "mma_sync" if resident_16bit and mode != "tf32" else "mma_sync_n48"

@@ -94,8 +94,8 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   if (!cuda::kernels_cover(weight.size(0), padding)) {
     return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
   }
-  const cuda::Problem p = make_problem(input, weight, bias, allow_tf32, relu, out);
   const cuda::DeviceInfo device = current_device();
+  const cuda::Problem p = cuda::dispatch_problem(make_problem(input, weight, bias, allow_tf32, relu, out), device);
   const cuda::Kernel kernel = cuda::choose_kernel(p, device);
   if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
   C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
@@ -111,8 +111,10 @@ std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return "none";  // an empty output launches nothing
   if (!cuda::kernels_cover(weight.size(0), padding)) return "aten";
-  return cuda::kernel_name(cuda::choose_kernel(make_problem(input, weight, bias, allow_tf32, relu, out),
-                                               current_device()));
+  const cuda::DeviceInfo device = current_device();
+  return cuda::kernel_name(
+      cuda::choose_kernel(cuda::dispatch_problem(make_problem(input, weight, bias, allow_tf32, relu, out), device),
+                          device));
 }
 
 }  // namespace

@@ -98,6 +98,28 @@ bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
   return channels_last || (s2d.groups == 2 && s2d.pair_staging);
 }
 
+// Where a float32 allow_tf32 call runs faster in the float32-accurate mode (dispatch_problem):
+// GPUs planning a split fit of the register gather, where neither space-to-depth kernel takes
+// the call, at up to 128 output pixels per SM (batch 1 at every size to 512x512, batch 2-4 at
+// 224). The accurate split spreads a call over more CTAs on the 99 KB parts (four groups of 24
+// channels against two of 48) and loads float32 rows as they are, where TF32's float16 words
+// are converted first. H100 planning as sm_86, batch 1: 0.018-0.043 ms against 0.021-0.084
+// (512: TF32 0.84x nn.Conv2d, accurate 1.98x); as sm_80 0.021-0.035 against 0.021-0.052 (512
+// NCHW 5% slower, accepted); batch 8: TF32 faster at 224, 256 and 512 (perf-notes).
+bool tf32_runs_accurate(const Problem& p, const DeviceInfo& device) {
+  if (p.dtype != DType::kFloat32 || !p.allow_tf32) return false;
+  constexpr int64_t kMaxPixelsPerSm = 128;
+  if (p.batch * p.out_h * p.out_w > kMaxPixelsPerSm * device.sm_count) return false;
+  const IgemmFit fit = igemm_fit(p, device);
+  if (fit == IgemmFit::kNone || fit == IgemmFit::kResident || s2d_preferred(p, device) ||
+      s2d_mma_sync_preferred(p, device)) {
+    return false;
+  }
+  Problem accurate = p;
+  accurate.allow_tf32 = false;
+  return igemm_fit(accurate, device) != IgemmFit::kNone;
+}
+
 // The fastest path that can run the call: on Hopper the space-to-depth kernel where measured
 // faster, else the register gather's wgmma kernel; elsewhere the portable space-to-depth kernel
 // where measured faster, else the register gather's mma.sync kernel in the widest fit the GPU's
@@ -191,6 +213,12 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
 
 bool kernels_cover(int64_t out_channels, int64_t padding) {
   return padding == kPad && out_channels % 8 == 0 && out_channels >= 8 && out_channels <= kOutChannels;
+}
+
+Problem dispatch_problem(const Problem& p, const DeviceInfo& device) {
+  Problem runs = p;
+  if (kernel_override() == Override::kAuto && tf32_runs_accurate(p, device)) runs.allow_tf32 = false;
+  return runs;
 }
 
 Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {

@@ -33,6 +33,12 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 // kAten where one of ours can run the call; never kDirect where ATen can.
 Kernel choose_kernel(const Problem& problem, const DeviceInfo& device);
 
+// The problem as the kernels run it: the caller's, except that a float32 allow_tf32 call
+// runs float32-accurate where that is measured faster (few output pixels per SM off Hopper;
+// the result is then more exact than the TF32 contract asks). Callers pass its result to
+// choose_kernel and launch; ALEXCONV_CUDA_KERNEL leaves the mode as asked.
+Problem dispatch_problem(const Problem& problem, const DeviceInfo& device);
+
 // Whether our kernels (igemm/, s2d/, direct/) are built for this call's geometry: padding 2
 // and output channels a multiple of 8 up to 96 (torchvision's AlexNet has 64, KernelBench 96;
 // the implicit GEMMs compute 96 against zero weights past the count and store those asked
