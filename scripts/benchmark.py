@@ -253,6 +253,21 @@ def add_speedups(rows: list[dict]) -> None:
         r["speedup_vs_best_cudnn"] = best[r["dtype"]] / r["ms"] if r["dtype"] in best else None
 
 
+def add_emulated_speedups(rows: list[dict]) -> None:
+    """Emulated rows come from children that time alexconv alone: their "vs best cuDNN" is taken
+    against this process's cuDNN rows of the same shape and precision (their "vs nn.Conv2d
+    default" stays the child's own, measured in its process)."""
+    best: dict[tuple, float] = {}
+    for r in rows:
+        if r["skip"] is None and r["family"] == "cudnn":
+            key = (r["size"], r["batch"], r["dtype"])
+            best[key] = min(best.get(key, math.inf), r["ms"])
+    for r in rows:
+        if r["skip"] is None and " [as " in r["contender"]:
+            b = best.get((r["size"], r["batch"], r["dtype"]))
+            r["speedup_vs_best_cudnn"] = b / r["ms"] if b else None
+
+
 # -------------------------------------------------------------------------------------------- reporting
 def _f(v, fmt: str) -> str:
     return "n/a" if v is None else format(v, fmt)
@@ -277,6 +292,30 @@ def results_table(rows: list[dict]) -> str:
                             _f(r["tbps"], ".2f"), _f(r["pct_floor"], ".1f"), _f(r["rel_err"], ".2e"),
                             _f(r["max_abs_err"], ".2e")])
     return markdown_table(headers, body)
+
+
+def slowest_cells(rows: list[dict]) -> str:
+    """Per GPU class (this GPU, and each emulated one), alexconv's lowest ratio against nn.Conv2d
+    default and against cuDNN's best of the same precision over every cell: the "never slower"
+    check at a glance."""
+    classes: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["skip"] is None and r["family"] == "alexconv":
+            tag = r["contender"].split(" [as ")[1].rstrip("]") if " [as " in r["contender"] else "this GPU"
+            classes.setdefault(tag, []).append(r)
+    body = []
+    for tag, rs in classes.items():
+        cells = []
+        for key in ("speedup_vs_default", "speedup_vs_best_cudnn"):
+            have = [r for r in rs if r.get(key) is not None]
+            low = min(have, key=lambda r: r[key], default=None)
+            cells.append("n/a" if low is None else
+                         f"{low[key]:.2f}x ({low['contender'].split(' [as ')[0]}, {low['size']}, batch {low['batch']})")
+        below = sum(1 for r in rs if (r.get("speedup_vs_best_cudnn") or math.inf) < 1.0)
+        body.append([tag, str(len(rs))] + cells + [str(below)])
+    return "## Slowest cells\n\n" + markdown_table(
+        ["class", "cells", "lowest vs nn.Conv2d default", "lowest vs best cuDNN same precision",
+         "cells below best cuDNN"], body)
 
 
 def summary_table(rows: list[dict]) -> str:
@@ -456,8 +495,9 @@ def main(argv=None) -> int:
             rows += run_shape(size, batch, contenders, conv, timer, bw, args.seed, progress, args.relu)
     for cc in args.emulate:
         rows += emulated_rows(cc, args)
+    add_emulated_speedups(rows)
 
-    table, summary = results_table(rows), summary_table(rows)
+    table, summary = results_table(rows), slowest_cells(rows) + "\n\n" + summary_table(rows)
     print("\n## Results\n\n" + table + "\n")
     args.plot = None if str(args.plot) == "none" else args.plot
     for path in filter(None, (args.json, args.plot, args.markdown)):
