@@ -145,12 +145,14 @@ for step in "${steps[@]}"; do
     profile)
       # Hardware counters for one mode's kernel (PROFILE_MODE, default fp32; PROFILE_BATCH,
       # default 256), plus per-SASS-instruction stall samples (CSV) to read back on the CPU machine.
+      # With ALEXCONV_EMULATE_DEVICE set, the kernel that class gets (e.g. 8.6: s2d_mma_sync's Halves).
       mode=${PROFILE_MODE:-fp32} batch=${PROFILE_BATCH:-256}
-      run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 \
+      kernels='regex:conv1_igemm_kernel|conv1_s2d_kernel|conv1_s2d_mma_sync_kernel'
+      run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name "$kernels" --launch-skip 1 \
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section WarpStateStats --section SchedulerStats --section InstructionStats \
         --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py "$mode" --batch "$batch"
-      ncu --clock-control none --kernel-name regex:conv1_igemm_kernel\|conv1_s2d_kernel --launch-skip 1 --launch-count 1 \
+      ncu --clock-control none --kernel-name "$kernels" --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
     ceiling|floor|operands)
