@@ -34,11 +34,13 @@ cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_C
 cmake --build build/cuda-compile-check --target alexconv_cuda_kernels --clean-first \
   > build/cuda-compile-check/ptxas.log 2>&1 || { tail -n 60 build/cuda-compile-check/ptxas.log; exit 1; }
 "$PYTHON" scripts/check_kernel_resources.py build/cuda-compile-check/ptxas.log
-# The wgmma microbenchmark (benchmarks/micro) shares the kernels' wgmma header: built too, so
-# that it keeps compiling as the header changes.
-nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/wgmma_ceiling.cu -o build/cuda-compile-check/wgmma_ceiling \
-  > build/cuda-compile-check/wgmma_ceiling.log 2>&1 || { cat build/cuda-compile-check/wgmma_ceiling.log; exit 1; }
-echo "== wgmma microbenchmark compiles"
+# The wgmma and mma.sync microbenchmarks (benchmarks/micro) share the kernels' arch headers:
+# built too, so that they keep compiling as the headers change.
+for micro in wgmma_ceiling mma_sync_ceiling; do
+  nvcc -std=c++17 -O3 -arch=sm_90a -I op "benchmarks/micro/$micro.cu" -o "build/cuda-compile-check/$micro" \
+    > "build/cuda-compile-check/$micro.log" 2>&1 || { cat "build/cuda-compile-check/$micro.log"; exit 1; }
+done
+echo "== wgmma and mma.sync microbenchmarks compile"
 # The standalone harness (tests/cuda_harness) checks the kernels on a GPU against its own float64
 # reference and judge; --self-test checks those on the CPU. One target is enough for that (it
 # launches no kernel): about a minute and a half more.

@@ -3,7 +3,8 @@
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
 #   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
-#                                [profile] [ceiling] [floor] [operands] [harness] [deploy] [distributed]
+#                                [profile] [ceiling] [floor] [operands] [mma-ceiling] [harness] [deploy]
+#                                [distributed]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c;
 #   SANITIZE_TOOLS narrows sanitize-c's tools; SANITIZE_RUNS="tool:kernel ..." replaces a step's list
 #   (kernel: a forced kernel, as-CC for an emulated class, or KERNEL@as-CC for both).
@@ -155,17 +156,20 @@ for step in "${steps[@]}"; do
       ncu --clock-control none --kernel-name "$kernels" --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
         python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
-    ceiling|floor|operands)
+    ceiling|floor|operands|mma-ceiling)
       # Microbenchmarks without the kernels around them (benchmarks/micro): the wgmma
-      # instruction's own ceiling, the floor of any wgmma design of the layer, or the
-      # float32 path's floor once its operands are formed.
-      case $step in ceiling) src=wgmma_ceiling ;; floor) src=design_floor ;; *) src=fp32_operands ;; esac
+      # instruction's own ceiling, the floor of any wgmma design of the layer, the
+      # float32 path's floor once its operands are formed, or mma.sync's rate alone and in the
+      # portable space-to-depth kernel's consumer loop.
+      case $step in ceiling) src=wgmma_ceiling ;; floor) src=design_floor ;; mma-ceiling) src=mma_sync_ceiling ;;
+                    *) src=fp32_operands ;; esac
       mkdir -p build
       run_step "$step-build" nvcc -std=c++17 -O3 -arch=sm_90a -Xptxas -v -I op "benchmarks/micro/$src.cu" \
         -o "build/$src" || break
       cuobjdump --dump-sass "build/$src" | awk '/Function :/ {f = $3}
-        /HGMMA|WARPGROUP/ {n[f] += /HGMMA/; a[f] += /WARPGROUP.ARRIVE/; d[f] += /WARPGROUP.DEPBAR/}
-        END {for (f in n) print f, n[f], "HGMMA", a[f], "arrive", d[f], "depbar"}' > "$OUT/$step-sass.txt"
+        /HGMMA|WARPGROUP|HMMA|LDSM/ {n[f] += /HGMMA/; a[f] += /WARPGROUP.ARRIVE/; d[f] += /WARPGROUP.DEPBAR/;
+                                     h[f] += /HMMA/; l[f] += /LDSM/}
+        END {for (f in n) print f, n[f], "HGMMA", a[f], "arrive", d[f], "depbar", h[f], "HMMA", l[f], "LDSM"}' > "$OUT/$step-sass.txt"
       run_step "$step" "build/$src" ;;
     harness)
       # The kernels without torch, launched by tests/cuda_harness on every path this GPU and the
@@ -241,5 +245,5 @@ for f in "$OUT"/sanitizer-*.log; do
   [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)"
 done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
-for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log "$OUT"/time-harness-*.log; do [[ -f $f ]] && grep "^|" "$f"; done
+for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log "$OUT"/mma-ceiling.log "$OUT"/time-harness-*.log; do [[ -f $f ]] && grep "^|" "$f"; done
 ! printf '%s\n' "${summary[@]}" | grep -q FAIL
