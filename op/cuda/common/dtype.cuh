@@ -43,8 +43,9 @@ __device__ __forceinline__ typename Storage<T>::type from_float(float v) {
 // value not above zero becomes +0.0, -0.0 included (CUDA's relu is a max in float, and the
 // GPU's max orders -0.0 below +0.0; CPU torch, and our CPU kernel, keep -0.0). relu after the
 // convolution acts on the rounded value; applied to the float32 value before the rounding it
-// gives the same bits (what rounds to +-0.0 is stored as +0.0 either way; checked against the
-// rounded 16-bit pattern over all 2^32 float32 inputs, fp16 and bf16): one compare and one select.
+// gives the same bits, since rounding keeps the sign: v <= 0 (-0.0 and -inf included) rounds to a
+// value relu would make +0.0, v > 0 to one it keeps, and NaN fails the compare either way. One
+// compare and one select.
 template <DType T>
 __device__ __forceinline__ typename Storage<T>::type relu_output(float v, bool relu) {
   return from_float<T>(relu && v <= 0.f ? 0.f : v);
