@@ -70,26 +70,48 @@ __device__ __forceinline__ void multiply_stage(float (&acc)[kMT][kNT][4], uint32
   }
 }
 
+// Where warps own two m-tiles (kMT = 2: six warps cover a tile), the twelve consumer warps form
+// two teams that take the CTA's tiles in turn, ping-pong: one team's epilogue runs while the
+// other multiplies. Their mainloops never overlap -- a team starts one once the other's is done,
+// which also keeps every `full` wait unambiguous (the tile before is staged by then) -- and a
+// team announces its mainloop done only after the other's epilogue is (the teams share the
+// staging blocks and group barriers of the 16-bit epilogue). One phase per tile of the team.
+struct TeamTurns {
+  uint64_t multiplied[2];  // team t's mainloop of its latest tile is done
+  uint64_t stored[2];      // team t's epilogue of its latest tile is done (or skipped)
+};
+
 // Consumer warps: per tile, its three stages into the accumulators, then the store (unless the
-// producers voted the tile exact: they store it themselves, TileVotes). Warp w owns tile pixels
-// 16 kMT w .. 16 kMT (w + 1) - 1 and the CTA's kNT n-tiles; the 12 / kMT warps of the role
-// cover the tile, the others have nothing to do. Two m-tiles a warp load each B fragment once
-// for both (ldmatrix wavefronts bound these kernels: perf-notes). Accumulators start at the
-// bias, or at zero where the weights come scaled (mma::HalfOfFloat: scaled back, then biased, at
-// the store).
-template <class Mode, DType T, int kNT, int kMT, int kSlots>
-__device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots>& ring, uint32_t slots,
-                                 uint32_t b_all, const float* bias, uint16_t* staged, float unscale, int warp,
-                                 int lane) {
-  static_assert(kConsumerWarps % kMT == 0 && kTilePixels == 16 * kConsumerWarps, "whole m-tiles a warp");
-  if (warp >= kConsumerWarps / kMT) return;  // (the ring counts only the working warps)
+// producers voted the tile exact: they store it themselves, TileVotes). A team's warp w owns tile
+// pixels 16 kMT w .. 16 kMT (w + 1) - 1 and the CTA's kNT n-tiles. Two m-tiles a warp load each B
+// fragment once for both (ldmatrix wavefronts bound these kernels: perf-notes). Accumulators
+// start at the bias, or at zero where the weights come scaled (mma::HalfOfFloat: scaled back,
+// then biased, at the store).
+template <class Mode, DType T, int kNT, int kMT, int kSlots, int kRecords>
+__device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots>& ring, TeamTurns& turns,
+                                 uint32_t slots, uint32_t b_all, const float* bias, uint16_t* staged, float unscale,
+                                 int warp, int lane) {
+  constexpr int kTeamWarps = kConsumerWarps / kMT;  // the warps a tile needs; they release its slots
+  constexpr int kTeams = kConsumerWarps / kTeamWarps;
+  static_assert(kConsumerWarps % kMT == 0 && kTilePixels == 16 * kConsumerWarps && kTeams <= 2, "whole m-tiles a warp");
   constexpr bool kScaled = kScalesWeights<Mode>;
-  constexpr uint32_t kSlotBytes = Staged<Mode>::kSlotBytes;
+  constexpr uint32_t kSlotBytes = kSlotBytesOf<Mode, kRecords>;
+  const int team = warp / kTeamWarps, other = team ^ 1;
+  warp %= kTeamWarps;
   RingPos<kSlots> pos;
   int parity = 0;  // of the tile count: the votes' word
-  const uint32_t a_lane = uint32_t(lane >> 4) * kPlaneBytes + uint32_t(16 * kMT * warp + (lane & 15)) * kRecordBytes;
+  const auto skip_tile = [&] {  // the other team's tile: its stages and its votes' word
+#pragma unroll
+    for (int channel = 0; channel < kInChannels; ++channel) pos.advance();
+    parity ^= 1;
+  };
+  if (team == 1) skip_tile();
+  const uint32_t a_lane = uint32_t(lane >> 4) * kRecords * kRecordBytes + uint32_t(16 * kMT * warp + (lane & 15)) * kRecordBytes;
   const uint32_t b_lane = b_all + uint32_t(lane) * 16;
-  for (int64_t index = blockIdx.x; index < plan.tiles; index += gridDim.x) {
+  // The other team's turns this team has waited for (team 1 waits for team 0's first tile).
+  uint32_t turn = 0;
+  bool first = team == 0;
+  for (int64_t index = blockIdx.x + int64_t(team) * gridDim.x; index < plan.tiles; index += int64_t(kTeams) * gridDim.x) {
     const Tile tile = decode_tile(plan, index);
     float acc[kMT][kNT][4];
     if constexpr (kScaled) {
@@ -97,6 +119,7 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
     } else {
       init_accumulators(acc, bias, lane & 3);
     }
+    if (kTeams == 2 && !first) barrier_wait(&turns.multiplied[other], turn & 1);
     bool exact = false;
 #pragma unroll 1
     for (int channel = 0; channel < kInChannels; ++channel) {
@@ -112,17 +135,26 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
       pos.advance();
     }
     parity ^= 1;
-    if (exact) continue;  // the same in every consumer thread: the group barriers match
-    if constexpr (kScaled) {
-      unscale_accumulators(acc, unscale);  // a power of two: exact
-      add_bias(acc, bias, lane & 3);
+    if constexpr (kTeams == 2) {
+      if (!first) barrier_wait(&turns.stored[other], turn & 1);
+      if (!first) ++turn;
+      first = false;
+      barrier_arrive(&turns.multiplied[team]);
+      skip_tile();
     }
-    if constexpr (Staged<Mode>::kHalfOutputs) {
-      store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major,
-                           [&](int local) { return place_pixel(plan, tile, p, local).out; });
-    } else {
-      store_tile(acc, thread_rows<kMT>(plan, tile, p, warp, lane >> 2).out, p, lane & 3, p.out_pixel_major);
+    if (!exact) {  // the same in every thread of the team: the group barriers match
+      if constexpr (kScaled) {
+        unscale_accumulators(acc, unscale);  // a power of two: exact
+        add_bias(acc, bias, lane & 3);
+      }
+      if constexpr (Staged<Mode>::kHalfOutputs) {
+        store_tile_staged<T>(acc, staged, p, warp, lane, p.out_pixel_major,
+                             [&](int local) { return place_pixel(plan, tile, p, local).out; });
+      } else {
+        store_tile(acc, thread_rows<kMT>(plan, tile, p, warp, lane >> 2).out, p, lane & 3, p.out_pixel_major);
+      }
     }
+    if constexpr (kTeams == 2) barrier_arrive(&turns.stored[team]);
   }
 }
 

@@ -66,7 +66,7 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
 }
 
 // Writes a stage's records (float32 rounded to fp16 on the way); returns its TileVotes bits.
-template <class Mode, int kUnits>
+template <class Mode, int kUnits, int kRecords>
 __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairStage<Mode, kUnits>& stage,
                                                 const Plan& plan, int thread) {
   HalfMagnitudes<Mode> halves;
@@ -86,7 +86,7 @@ __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairS
     }
     // A repeated unit (see thread_unit) writes no record; the record's offset needs no division.
     const int u = thread + k * kProducerThreads;
-    if (u < 2 * int(plan.cells)) *reinterpret_cast<uint4*>(slot + record_at(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
+    if (u < 2 * int(plan.cells)) *reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
   }
   return halves.vote();
 }
@@ -97,7 +97,7 @@ __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairS
 // consumers waited on them (H100 as sm_86, fp16: 0.330 ms, perf-notes). float32 keeps one set:
 // two of its 48 registers each spilled (ptxas, 250 bytes); its stage s + 1's loads go out once
 // stage s's records are written, as in s2d/producers.cuh.
-template <class Mode, DType T, int kUnits, int kSlots, int kChannels>
+template <class Mode, DType T, int kUnits, int kSlots, int kChannels, int kRecords>
 __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char* slots, Ring<kSlots>& ring,
                               int warp, int lane) {
   static_assert(!Staged<Mode>::kSplit, "16-bit records");
@@ -128,7 +128,8 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
       load_pairs(loaded, p, plan, at.tile, at.channel, opaque(thread));
     }
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    const uint32_t vote = store_pairs(slots + pos.slot * Staged<Mode>::kSlotBytes, loaded, plan, opaque(thread));
+    const uint32_t vote =
+        store_pairs<Mode, kUnits, kRecords>(slots + pos.slot * kSlotBytesOf<Mode, kRecords>, loaded, plan, opaque(thread));
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote, last, ring, warp, lane);
     // (No async-proxy fence, unlike s2d/producers.cuh: ldmatrix reads through the generic proxy.)

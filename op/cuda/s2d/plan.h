@@ -67,14 +67,15 @@ ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv) { return 3 * wv + k
 // Input rows a window spans: its cell rows, 4 each (the copy engine's boxes and spans).
 ALEXCONV_HOST_DEVICE inline int64_t window_rows(const Plan& plan) { return kStride * ((plan.cells + plan.wv - 1) / plan.wv); }
 
-inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w) {
+// records: the cells a window slot's plane holds (kPlaneRecords, or a portable fit's).
+inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t records = kPlaneRecords) {
   Plan plan;
   plan.out_h = out_h;
   plan.out_w = out_w;
   if (out_h <= 0 || out_w <= 0) return plan;
   for (int64_t strips = 1; strips <= out_w; ++strips) {
     const int64_t widest = (out_w + strips - 1) / strips;
-    if (window_cells(widest + 2) <= kPlaneRecords) {
+    if (window_cells(widest + 2) <= records) {
       plan.strips = strips;
       plan.wv = widest + 2;
       break;

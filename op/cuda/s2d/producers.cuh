@@ -42,9 +42,10 @@ struct ThreadUnit {
   Unit at;
   bool owned;
 };
+template <int kRecords = kPlaneRecords>
 __device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k) {
   const int u = thread + k * kProducerThreads, last = 2 * int(plan.cells) - 1;
-  return {unit_at(plan, min(u, last)), u <= last};
+  return {unit_at<kRecords>(plan, min(u, last)), u <= last};
 }
 
 // Issues the loads of this thread's units of the window of (tile, channel); any
@@ -99,7 +100,7 @@ struct HalfMagnitudes {
 
 // Writes this thread's units as records into the slot's planes (in the MMA's
 // operand format). Returns its TileVotes bits.
-template <class Mode, Round kRound, int kUnits>
+template <class Mode, Round kRound, int kUnits, int kRecords>
 __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
                                                 const typename Mode::Raw (&v)[kUnits][kUnitValues],
                                                 const Plan& plan, int thread) {
@@ -107,10 +108,10 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
   HalfMagnitudes<Mode> halves;
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const ThreadUnit unit = thread_unit(plan, thread, k);
+    const ThreadUnit unit = thread_unit<kRecords>(plan, thread, k);
     // Row pair j's plane: bf16x3 hi j, lo 2 + j; 16-bit j.
     const auto record = [&](int plane) {
-      return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kPlaneBytes);
+      return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kRecords * kRecordBytes);
     };
     if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
 #pragma unroll
@@ -204,9 +205,10 @@ struct ExactTiles {
 
 // Producer warps: per stage, load the window's units into registers (in flight
 // while the slot is still being read), then write its records once the slot is free.
-// kSlots, kChannels: the kernel's ring and the output channels a CTA computes (the
-// portable kernel's differ from the Hopper one's).
-template <class Mode, DType T, int kUnits, int kSlots = Staged<Mode>::kSlots, int kChannels = int(kOutChannels)>
+// kSlots, kChannels, kRecords: the kernel's ring, the output channels a CTA computes and its
+// slots' plane size (the portable kernel's differ from the Hopper one's).
+template <class Mode, DType T, int kUnits, int kSlots = Staged<Mode>::kSlots, int kChannels = int(kOutChannels),
+          int kRecords = kPlaneRecords>
 __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots,
                         Ring<kSlots>& ring, Round round, int warp, int lane) {
   using Raw = typename Mode::Raw;
@@ -219,10 +221,10 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
     const int t = opaque(thread);
     load_units<kUnits>(v, p, plan, at.tile, at.channel, t);
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
+    unsigned char* slot = slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
     const uint32_t vote = round == Round::kNearest
-                              ? store_units<Mode, Round::kNearest, kUnits>(slot, v, plan, t)
-                              : store_units<Mode, Round::kTowardZero, kUnits>(slot, v, plan, t);
+                              ? store_units<Mode, Round::kNearest, kUnits, kRecords>(slot, v, plan, t)
+                              : store_units<Mode, Round::kTowardZero, kUnits, kRecords>(slot, v, plan, t);
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them

@@ -46,17 +46,20 @@ inline int units_per_thread(const Plan& plan) {
 struct Unit {
   int row, col, record;
 };
-// The record's offset alone: no division.
+// The record's offset alone: no division. kRecords: the slot's plane size (the Hopper kernel's
+// kPlaneRecords; the portable kernel's fits choose theirs).
+template <int kRecords = kPlaneRecords>
 __device__ __forceinline__ int record_at(const Plan& plan, int u) {
   const int cells = int(plan.cells);
-  // j * kPlaneBytes + cell * kRecordBytes, folded.
-  const int pair_shift = kPlaneBytes - cells * kRecordBytes;
+  // j * plane bytes + cell * kRecordBytes, folded.
+  const int pair_shift = kRecords * kRecordBytes - cells * kRecordBytes;
   return u * kRecordBytes + (u >= cells ? pair_shift : 0);
 }
+template <int kRecords = kPlaneRecords>
 __device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
   const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
   const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
-  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at(plan, u)};
+  return {int(kStride) * y + 2 * j, int(kStride) * x, record_at<kRecords>(plan, u)};
 }
 
 // What each mode stages and multiplies. K order within a (channel, tap) step of 16:
@@ -78,6 +81,10 @@ struct Staged {
   // Outputs of 16 bits leave through the staged epilogue, float32 ones straight.
   static constexpr bool kHalfOutputs = sizeof(Raw) == 2;
 };
+
+// A slot's bytes with planes of kRecords records (the portable kernel's fits choose theirs).
+template <class Mode, int kRecords>
+constexpr int kSlotBytesOf = Staged<Mode>::kPlanes * kRecords * kRecordBytes;
 
 // full: every producer thread arrived (window staged); empty: every consumer
 // thread did (slot free). votes[tile parity]: what producer warp w staged into the

@@ -4,13 +4,15 @@
 // loads and MMAs and nothing else, where the register-gather kernel (igemm/) builds every A
 // fragment from single 16-bit loads.
 //
-// The fits: a CTA holds B for all 96 output channels (Whole: 154,112 bytes in 16 bits, 130,176 in
-// float32; A100's 163 KB and Hopper's 227 KB) or for one of two groups of 48 (Halves: 94,208 /
-// 75,008 bytes, every sm_80+ GPU's 99 KB; the groups of a tile run side by side and stage the
-// same windows, the second reading them from L2). Beside B, two window slots of 16 KB: a stage
-// is staged while the one before is multiplied. In Halves six consumer warps own two m-tiles
-// each (a B fragment serves both), and where rows allow the producers load column pairs with
-// 16-bit loads three stages ahead (pair_producers.cuh): the kernel is bound by shared-memory
+// The fits: a CTA holds B for all 96 output channels (Whole: 158,208 bytes in 16 bits, 130,176 in
+// float32; A100's 163 KB and Hopper's 227 KB) or for one of two groups of 48 (Halves: 98,304 /
+// 79,104 bytes, every sm_80+ GPU's 99 KB; the groups of a tile run side by side and stage the
+// same windows, the second reading them from L2). Beside B, three window slots of 12 KB (planes
+// of 384 cells: 224 and 227 in one strip): the producers stage up to two stages ahead of the
+// consumers. In Halves a tile needs six consumer warps of two m-tiles each (a B fragment serves
+// both), so the twelve form two teams that take tiles in turn, one team's epilogue beside the
+// other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs with
+// 16-bit loads three stages ahead (pair_producers.cuh). The kernel is bound by shared-memory
 // wavefronts and load latency, not by the tensor cores (perf-notes).
 //
 // Modes: fp16, bf16, and float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
@@ -55,21 +57,26 @@ namespace s2d {
 namespace {
 
 // How the kernel fits a GPU's shared memory: kGroups CTAs share a tile's 96 output channels,
-// each holding its group's B, beside kSlots window slots; its consumer warps own kMTiles m-tiles
-// each (two for 48 channels: a warp's B fragments serve twice the MMAs; 96 channels leave no
-// registers for that).
-template <int kGroups_, int kSlots_, int kMTiles_>
+// each holding its group's B, beside kSlots window slots of planes of kRecords cells; its
+// consumer warps own kMTiles m-tiles each (two for 48 channels: a warp's B fragments serve twice
+// the MMAs; 96 channels leave no registers for that).
+template <int kGroups_, int kSlots_, int kMTiles_, int kRecords_>
 struct Fit {
   static constexpr int kGroups = kGroups_;
   static constexpr int kSlots = kSlots_;
   static constexpr int kMTiles = kMTiles_;
+  static constexpr int kRecords = kRecords_;
+  // Load units per producer thread a window of kRecords cells can need (ring.cuh).
+  static constexpr int kMostUnits = (2 * kRecords + kProducerThreads - 1) / kProducerThreads;
   static constexpr int kConsumers = kConsumerThreads / kMTiles;  // the threads that release a slot
   static constexpr int kChannels = int(kOutChannels) / kGroups;
   static constexpr int kNTiles = kChannels / 8;
   static_assert(kChannels * kGroups == kOutChannels && kNTiles % 2 == 0, "n-tiles in pairs per group");
 };
-using Whole = Fit<1, 2, 1>;
-using Halves = Fit<2, 2, 2>;
+// Halves: three slots of 384-cell planes (224 and 227 in one strip; wider images take more
+// strips), so the producers stage a window while the consumers still read the one before it.
+using Whole = Fit<1, 3, 1, 384>;
+using Halves = Fit<2, 3, 2, 384>;
 
 template <class Mode, class F>
 struct Layout {
@@ -79,17 +86,18 @@ struct Layout {
   static constexpr size_t kBiasAt = kTapsAt + kTapSteps * 16;
   static constexpr size_t kLargestAt = kBiasAt + kOutChannels * sizeof(float);  // the weight scale's scratch
   static constexpr size_t kRingAt = kLargestAt + kTileThreads / 32 * sizeof(uint32_t);
-  static constexpr size_t kSlotsAt = (kRingAt + sizeof(Ring<F::kSlots>) + 127) / 128 * 128;
+  static constexpr size_t kTurnsAt = kRingAt + sizeof(Ring<F::kSlots>);
+  static constexpr size_t kSlotsAt = (kTurnsAt + sizeof(TeamTurns) + 127) / 128 * 128;
   // The slots hold a channel's raw weights while B is packed.
   static constexpr size_t kRawBytes = size_t(F::kChannels) * kTapsPerChannel * sizeof(Raw);
-  static constexpr size_t kSlotsBytes = std::max(size_t(F::kSlots) * Staged<Mode>::kSlotBytes, kRawBytes);
+  static constexpr size_t kSlotsBytes = std::max(size_t(F::kSlots) * kSlotBytesOf<Mode, F::kRecords>, kRawBytes);
   static constexpr size_t kStagedAt = kSlotsAt + kSlotsBytes;
   // 16-bit outputs leave through the staged epilogue, float32 ones straight.
   static constexpr size_t kStagedBytes =
       Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElemsOf<F::kNTiles> * sizeof(uint16_t) : 0;
   static constexpr size_t kTotal = kStagedAt + kStagedBytes;
   static_assert(Mode::kWgBlocks == 1 && !Staged<Mode>::kSplit, "one 16-bit B block and plane pair per tap");
-  static_assert(kRingAt % 8 == 0, "barriers stay aligned");
+  static_assert(kRingAt % 8 == 0 && kTurnsAt % 8 == 0, "barriers stay aligned");
 };
 
 // The budgets the fits exist for (the compile check fails where one grows past them).
@@ -128,19 +136,28 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   float* bias = reinterpret_cast<float*>(smem + L::kBiasAt);
   unsigned char* slots = smem + L::kSlotsAt;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  TeamTurns& turns = *reinterpret_cast<TeamTurns*>(smem + L::kTurnsAt);
+  if (tid == 0) {  // published by prepare's fence and CTA barrier
+    for (int t = 0; t < 2; ++t) {
+      barrier_init(&turns.multiplied[t], F::kConsumers);
+      barrier_init(&turns.stored[t], F::kConsumers);
+    }
+  }
   WeightScale weight_scale;
   const Round round = prepare<Mode, T, F::kSlots, F::kNTiles, F::kConsumers>(
       p, ring, smem + L::kTapsAt, bias, reinterpret_cast<uint4*>(smem), reinterpret_cast<Raw*>(slots),
       reinterpret_cast<uint32_t*>(smem + L::kLargestAt), weight_scale, tid);
   if (warp < kConsumerWarps) {
-    consume_mma_sync<Mode, T, F::kNTiles, F::kMTiles, F::kSlots>(p, plan, ring, smem_address(slots), smem_address(smem), bias,
+    consume_mma_sync<Mode, T, F::kNTiles, F::kMTiles, F::kSlots, F::kRecords>(p, plan, ring, turns, smem_address(slots), smem_address(smem), bias,
                                                      reinterpret_cast<uint16_t*>(smem + L::kStagedAt),
                                                      weight_scale.inverse, warp, lane);
   } else {
     if constexpr (kStaging == Staging::kPairs) {
-      produce_pairs<Mode, T, kUnits, F::kSlots, F::kChannels>(p, plan, slots, ring, warp - kConsumerWarps, lane);
+      produce_pairs<Mode, T, kUnits, F::kSlots, F::kChannels, F::kRecords>(p, plan, slots, ring,
+                                                                           warp - kConsumerWarps, lane);
     } else {
-      produce<Mode, T, kUnits, F::kSlots, F::kChannels>(p, plan, slots, ring, round, warp - kConsumerWarps, lane);
+      produce<Mode, T, kUnits, F::kSlots, F::kChannels, F::kRecords>(p, plan, slots, ring, round,
+                                                                    warp - kConsumerWarps, lane);
     }
   }
 #endif
@@ -172,28 +189,32 @@ int groups_on(const DeviceInfo& device) {
   return 0;
 }
 
-template <class Mode, DType T, int kUnits, Staging kStaging = Staging::kElements>
-cudaError_t launch_units(const Problem& p, const Plan& plan, const DeviceInfo& device, cudaStream_t stream) {
-  switch (groups_on<Mode>(device)) {
-    case Whole::kGroups: return launch_fit<Mode, T, kUnits, Whole, kStaging>(p, plan, device, stream);
-    case Halves::kGroups: return launch_fit<Mode, T, kUnits, Halves, kStaging>(p, plan, device, stream);
+// The fit's plan (its plane size) and load units per thread.
+template <class Mode, DType T, class F>
+cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
+  const Plan plan = make_plan(p.batch, p.out_h, p.out_w, F::kRecords);
+  if (plan.strips == 0) return cudaErrorInvalidValue;
+  if (plan.tiles == 0) return cudaSuccess;
+  const int units = units_per_thread(plan);
+  if (units == kFewestUnits) {  // windows of up to 384 cells (s2d_mma_sync_facts)
+    if (pairs_apply(p)) return launch_fit<Mode, T, kFewestUnits, F, Staging::kPairs>(p, plan, device, stream);
+    return launch_fit<Mode, T, kFewestUnits, F, Staging::kElements>(p, plan, device, stream);
   }
-  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_facts first
+  if constexpr (F::kMostUnits > kFewestUnits) {
+    static_assert(F::kMostUnits == kFewestUnits + 2, "one launch per unit count");
+    if (units == kFewestUnits + 1) return launch_fit<Mode, T, kFewestUnits + 1, F, Staging::kElements>(p, plan, device, stream);
+    return launch_fit<Mode, T, F::kMostUnits, F, Staging::kElements>(p, plan, device, stream);
+  }
+  return cudaErrorInvalidValue;  // make_plan keeps a window within the fit's planes
 }
 
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const Plan plan = make_plan(p.batch, p.out_h, p.out_w);
-  if (plan.strips == 0) return cudaErrorInvalidValue;
-  if (plan.tiles == 0) return cudaSuccess;
-  static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
-  switch (units_per_thread(plan)) {
-    case kFewestUnits:  // windows of up to 384 cells: 224, 227 and smaller images (s2d_mma_sync_facts)
-      if (pairs_apply(p)) return launch_units<Mode, T, kFewestUnits, Staging::kPairs>(p, plan, device, stream);
-      return launch_units<Mode, T, kFewestUnits>(p, plan, device, stream);
-    case kFewestUnits + 1: return launch_units<Mode, T, kFewestUnits + 1>(p, plan, device, stream);
-    default: return launch_units<Mode, T, kMaxUnitsPerThread>(p, plan, device, stream);
+  switch (groups_on<Mode>(device)) {
+    case Whole::kGroups: return launch_planned<Mode, T, Whole>(p, device, stream);
+    case Halves::kGroups: return launch_planned<Mode, T, Halves>(p, device, stream);
   }
+  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_facts first
 }
 
 int groups_for(const Problem& p, const DeviceInfo& device) {
@@ -215,7 +236,8 @@ S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
   S2dMmaSyncFacts facts;
   if (!s2d::kBuilt || device.major < 8) return facts;
   const int groups = s2d::groups_for(p, device);
-  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w);
+  const int records = groups == s2d::Halves::kGroups ? s2d::Halves::kRecords : s2d::Whole::kRecords;
+  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, records);
   if (groups == 0 || plan.strips == 0) return facts;
   facts.groups = groups;
   facts.tiles = plan.tiles;
