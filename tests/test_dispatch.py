@@ -67,8 +67,8 @@ def _capability():
 # register gather's mma.sync engine in the widest fit its shared memory takes (A100: over two
 # CTAs; the 99 KB parts: over four); at batch 256 allow_tf32 and channels_last 16-bit inputs take
 # the portable space-to-depth kernel (s2d_mma_sync) on every sm_80+ class, and so do NCHW 16-bit
-# ones on the 99 KB parts (it loads column pairs there), the register gather on the A100 (every
-# channel resident); batch 2 the register gather, allow_tf32 there in the float32-accurate fit
+# ones (it loads column pairs there; on the A100, whose register gather holds every channel, from
+# 32 tiles per SM: batch 256 is 33 on 132 SMs); batch 2 the register gather, allow_tf32 there in the float32-accurate fit
 # (at up to 128 output pixels per SM it is faster); ATen's cuDNN convolution below sm_80; never
 # the direct kernel, never a Hopper kernel on another class.
 def _auto(fp32: str, resident_16bit: bool):
@@ -78,9 +78,7 @@ def _auto(fp32: str, resident_16bit: bool):
             return fp32
         if batch == "2":
             return "mma_sync" if resident_16bit and mode != "tf32" else "mma_sync_n48"
-        if mode == "tf32" or layout == "channels_last":
-            return "s2d_mma_sync"
-        return "mma_sync" if resident_16bit else "s2d_mma_sync"
+        return "s2d_mma_sync"
     return kernel
 
 

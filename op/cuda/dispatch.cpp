@@ -81,21 +81,24 @@ IgemmFit fit_of(Kernel kernel) {
                                          : IgemmFit::kResident;
 }
 
-// Where the portable space-to-depth kernel beats the register-gather one off Hopper (H100
-// planning as sm_86 and sm_80, batch 256 at 224; perf-notes "The portable space-to-depth
-// kernel"): float32 with allow_tf32 everywhere (as sm_86 0.38 ms against 0.58, as sm_80 0.31
-// against 0.58); 16 bits from channels_last inputs (as sm_86 0.34 against 1.18, as sm_80 0.29
-// against 0.62), and from NCHW rows in the 99 KB fit where it loads column pairs (0.31 against
-// 0.34) -- not NCHW where the register gather holds every channel (A100: 0.267 against 0.262).
-// Small batches keep the register gather, whose plan spreads them over more CTAs (the Hopper
-// kernel's rule, s2d_preferred).
+// Where the portable space-to-depth kernel beats the register-gather one off Hopper (perf-notes
+// "The portable space-to-depth kernel"; H100 and H200 planning as sm_86 and sm_80): float32 with
+// allow_tf32 everywhere (batch 256 at 224: as sm_86 0.34 ms against 0.58, as sm_80 0.28 against
+// 0.58); 16 bits wherever the register gather loads elements one by one -- channels_last inputs
+// (as sm_86 0.33 against 1.18, as sm_80 0.29 against 0.62) and rows not 4-byte aligned (227: as
+// sm_80 0.28 against 0.66, as sm_86 against 1.30) -- and from NCHW rows where it loads column
+// pairs: always in the 99 KB fit (as sm_86 0.26 against 0.34), from 32 tiles per SM in the Whole
+// fit (A100; H200 as sm_80, batch 256: 224 0.254 against 0.262, 512 1.29 against 1.39; at 8-12
+// tiles per SM, 224 and 256 batch 64, the register gather is 5-9% faster). Small batches keep the
+// register gather, whose plan spreads them over more CTAs (the Hopper kernel's rule, s2d_preferred).
 bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
   const S2dMmaSyncFacts s2d = s2d_mma_sync_facts(p, device);
-  constexpr int64_t kMinTilesPerSm = 4;
+  constexpr int64_t kMinTilesPerSm = 4, kWholeNchwTilesPerSm = 32;
   if (s2d.groups == 0 || s2d.tiles < kMinTilesPerSm * device.sm_count) return false;
   if (p.dtype == DType::kFloat32) return true;  // allow_tf32: the family has no accurate mode
   const bool channels_last = p.in_stride[1] == 1;
-  return channels_last || (s2d.groups == 2 && s2d.pair_staging);
+  if (channels_last || igemm_window_staging(p, device) == WindowStaging::kRegisters) return true;
+  return s2d.pair_staging && (s2d.groups == 2 || s2d.tiles >= kWholeNchwTilesPerSm * device.sm_count);
 }
 
 // Where a float32 allow_tf32 call runs faster in the float32-accurate mode (dispatch_problem):
