@@ -36,7 +36,7 @@ constexpr int kPlaneRecords = 512;         // cells a window slot holds per plan
 // Tile numbers, strip-local pixel numbers and strip x out_w products stay at or below
 // kMaxIndex (igemm/tile_plan.h). A plan past it is not plannable and the register-gather
 // kernel takes the problem: the product rules out images of more than about 472,000
-// output columns.
+// output columns with 512-cell planes (fewer with the portable kernel's 384: narrower strips).
 static_assert(kKernel <= kTaps1D * kStride && kKernel > (kTaps1D - 1) * kStride, "3x3 taps");
 
 struct Plan {

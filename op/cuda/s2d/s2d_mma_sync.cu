@@ -200,9 +200,12 @@ cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStrea
     if (pairs_apply(p)) return launch_fit<Mode, T, kFewestUnits, F, Staging::kPairs>(p, plan, device, stream);
     return launch_fit<Mode, T, kFewestUnits, F, Staging::kElements>(p, plan, device, stream);
   }
+  // Wider planes need more units (448 cells: 7, 512: 8); the fits of 384 cells instantiate none.
   if constexpr (F::kMostUnits > kFewestUnits) {
-    static_assert(F::kMostUnits == kFewestUnits + 2, "one launch per unit count");
     if (units == kFewestUnits + 1) return launch_fit<Mode, T, kFewestUnits + 1, F, Staging::kElements>(p, plan, device, stream);
+  }
+  if constexpr (F::kMostUnits > kFewestUnits + 1) {
+    static_assert(F::kMostUnits == kFewestUnits + 2, "planes of up to 512 cells");
     return launch_fit<Mode, T, F::kMostUnits, F, Staging::kElements>(p, plan, device, stream);
   }
   return cudaErrorInvalidValue;  // make_plan keeps a window within the fit's planes
