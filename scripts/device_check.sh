@@ -77,9 +77,9 @@ for step in "${steps[@]}"; do
       # The CUDA tests again with each kernel forced that auto does not pick everywhere on
       # this GPU: space-to-depth (larger batches only), mma_sync (what A100s run in 16 bits),
       # mma_sync_split (the 99 KB parts' register-gather kernels: float32 over four CTAs, 16-bit
-      # over two), s2d_mma_sync (the portable space-to-depth kernel, every channel in one CTA
-      # here; float32-accurate calls take auto's kernel), direct (the plain reference) and
-      # aten (cuDNN, where none of ours can run a call).
+      # over two), s2d_mma_sync (the portable space-to-depth kernel: every channel in one CTA
+      # here, float32 accurate in two groups of 48), direct (the plain reference) and aten
+      # (cuDNN, where none of ours can run a call).
       for kernel in ${FORCED:-s2d mma_sync mma_sync_split s2d_mma_sync direct aten}; do
         ALEXCONV_FUZZ_PROFILE=${ALEXCONV_FUZZ_PROFILE:-device} ALEXCONV_CUDA_KERNEL=$kernel \
           run_step "pytest-$kernel" python3 -m pytest -q -ra -p no:cacheprovider --timeout 600 -m cuda $CUDA_TESTS
@@ -99,8 +99,8 @@ for step in "${steps[@]}"; do
       # could do) stays invisible.
       # sanitize-c: every tool on the portable kernels -- the 99 KB parts' split register-gather
       # kernels (forced), the portable space-to-depth kernel (forced: every channel in one CTA;
-      # forced as sm_86, KERNEL@as-CC: two groups of 48, which auto leaves to the register gather
-      # at these small batches) and the A100 plan (emulated).
+      # forced as sm_86, KERNEL@as-CC: two groups of 48, float32 accurate three of 32, which auto
+      # leaves to the register gather at these small batches) and the A100 plan (emulated).
       runs=()
       case $step in
         sanitize-a) runs+=(memcheck:auto racecheck:auto initcheck:auto synccheck:auto memcheck:direct) ;;

@@ -99,12 +99,14 @@ struct S2dFacts {
 S2dFacts s2d_facts(const Problem& problem, const DeviceInfo& device);
 cudaError_t launch_conv1_s2d(const Problem& problem, const DeviceInfo& device, cudaStream_t stream);
 
-// The portable space-to-depth implicit GEMM (sm_80+, mma.sync; 16-bit and allow_tf32 float32):
-// what it would do with this problem on this device, and its launch.
+// The portable space-to-depth implicit GEMM (sm_80+, mma.sync; every mode: 16-bit, float32 with
+// allow_tf32 as float16 words, float32 accurate as bf16x3): what it would do with this problem on
+// this device, and its launch.
 struct S2dMmaSyncFacts {
   // The output-channel groups its CTAs split the call into: 1 (every CTA holds all 96 channels'
-  // weights, up to 154,112 bytes of shared memory: A100, Hopper), 2 (48 each, up to 94,208
-  // bytes: every sm_80+ GPU's 99 KB); 0: it cannot run the call.
+  // weights, 16-bit words in up to 158,208 bytes of shared memory: A100, Hopper), 2 (48 each: 16-bit
+  // words in up to 98,304 bytes, every sm_80+ GPU's 99 KB; bf16x3 in 157,440: A100, Hopper),
+  // 3 (bf16x3, 32 each, in 101,120: 99 KB); 0: it cannot run the call.
   int groups = 0;
   int64_t tiles = 0;          // 192-pixel tiles of its plan
   bool pair_staging = false;  // it would load windows as column pairs (s2d/pair_producers.cuh)

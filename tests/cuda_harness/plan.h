@@ -109,7 +109,8 @@ inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std:
     if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, "s2d", "-"});
     const int groups = s2d_mma_sync_facts(p, d).groups;
     if (groups > 0) {
-      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, "s2d_mma_sync", groups == 1 ? "Whole" : "Halves"});
+      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, "s2d_mma_sync",
+                     groups == 1 ? "Whole" : groups == 2 ? "Halves" : "Thirds"});
     }
   }
   return out;

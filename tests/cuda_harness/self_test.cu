@@ -277,7 +277,8 @@ int self_test() {
     // TF32 fits the 99 KB parts over two CTAs as float16 words (mma::Tf32AsHalf), over four as TF32.
     expect(kernels(Mode::kTf32, 2) == "mma_sync_n48 mma_sync_n24", "as-8.6 tf32: " + kernels(Mode::kTf32, 2));
     // The portable space-to-depth kernel: every weight in one CTA where 163 KB allow it, two groups
-    // of 48 channels in 99 KB; no float32-accurate mode.
+    // of 48 channels in 99 KB; float32 accurate (bf16x3, twice the bytes) in two groups on the
+    // A100 class and Hopper, three of 32 in 99 KB.
     const auto portable = [&](Mode m, int cls) {
       for (const Launch& L : plan_launches(planning_problem(g2, m), m, classes)) {
         if (L.cls == cls && L.family == Family::kS2dMmaSync) return L.fit_name;
@@ -289,7 +290,10 @@ int self_test() {
            "s2d_mma_sync on H100 and as-8.0: " + portable(Mode::kFloat16, 0) + " " + portable(Mode::kTf32, 1));
     expect(portable(Mode::kBFloat16, 2) == "Halves" && portable(Mode::kTf32, 2) == "Halves",
            "s2d_mma_sync as-8.6: " + portable(Mode::kBFloat16, 2) + " " + portable(Mode::kTf32, 2));
-    expect(portable(Mode::kFloat32, 0) == "-" && portable(Mode::kFloat32, 2) == "-", "s2d_mma_sync has no bf16x3");
+    expect(portable(Mode::kFloat32, 0) == "Halves" && portable(Mode::kFloat32, 1) == "Halves" &&
+               portable(Mode::kFloat32, 2) == "Thirds",
+           "s2d_mma_sync bf16x3: " + portable(Mode::kFloat32, 0) + " " + portable(Mode::kFloat32, 1) + " " +
+               portable(Mode::kFloat32, 2));
 #else  // nvcc 11 builds no s2d_mma_sync kernel (s2d/s2d_mma_sync.cu, ALEXCONV_S2D_MMA_SYNC_BUILT)
     expect(portable(Mode::kFloat16, 0) == "-" && portable(Mode::kTf32, 2) == "-", "no s2d_mma_sync under nvcc 11");
 #endif

@@ -38,47 +38,77 @@ __device__ __forceinline__ void mma_16816(float (&acc)[4], const uint32_t (&a)[4
   }
 }
 
+// A tap's B block bytes in the mode's layout: bf16x3 keeps hi(w) and lo(w) blocks side by side.
+template <class Mode, int kNT>
+constexpr uint32_t kTapBytesOf = uint32_t(Mode::kWgBlocks) * kTapBlockBytes<kNT>;
+
 // acc += a stage's 9 taps. a_lane: this lane's A row of the first m-tile at tap (0, 0) (lanes
 // 0-15 pixels 0-15 of plane 0, lanes 16-31 of plane 1: the m16n8k16 A fragment's four 8x8
 // matrices; m-tile mt 16 mt records on); b_lane: this lane's row of the channel's first tap
-// block. Tap (dy, dx) reads dy * wv + dx records on. Each B pair serves every m-tile.
-template <class Mode, int kNT, int kMT>
+// block. Tap (dy, dx) reads dy * wv + dx records on. Each B pair serves every m-tile. bf16x3
+// (kRecords: the slot's plane size) reads A's lo planes 2 kRecords records after its hi ones and
+// B's lo block one block after its hi one, and multiplies lo x hi, hi x lo, hi x hi: small terms
+// first, as everywhere else.
+template <class Mode, int kNT, int kMT, int kRecords>
 __device__ __forceinline__ void multiply_stage(float (&acc)[kMT][kNT][4], uint32_t a_lane, uint32_t b_lane,
                                                uint32_t wv) {
   static_assert(kNT % 2 == 0, "n-tiles in pairs");
+  constexpr bool kSplit = std::is_same_v<Mode, mma::Bf16x3>;
+  constexpr uint32_t kLoPlanes = 2 * kRecords * kRecordBytes;
 #pragma unroll
   for (int dy = 0; dy < kTaps1D; ++dy) {
 #pragma unroll
     for (int dx = 0; dx < kTaps1D; ++dx) {
-      uint32_t a[kMT][4];
+      uint32_t a[kMT][4], a_lo[kSplit ? kMT : 1][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        mma::ldmatrix_x4(a[mt], a_lane + (uint32_t(dy) * wv + uint32_t(dx) + 16 * mt) * kRecordBytes);
+        const uint32_t at = a_lane + (uint32_t(dy) * wv + uint32_t(dx) + 16 * mt) * kRecordBytes;
+        mma::ldmatrix_x4(a[mt], at);
+        if constexpr (kSplit) mma::ldmatrix_x4(a_lo[mt], at + kLoPlanes);
       }
-      const uint32_t b_tap = b_lane + uint32_t(dy * kTaps1D + dx) * kTapBlockBytes<kNT>;
+      const uint32_t b_tap = b_lane + uint32_t(dy * kTaps1D + dx) * kTapBytesOf<Mode, kNT>;
 #pragma unroll
       for (int pair = 0; pair < kNT / 2; ++pair) {
         uint32_t b[4];
         mma::ldmatrix_x4(b, b_tap + pair * kPairBytes);
+        if constexpr (kSplit) {
+          uint32_t b_lo[4];
+          mma::ldmatrix_x4(b_lo, b_tap + kTapBlockBytes<kNT> + pair * kPairBytes);
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          mma_16816<Mode>(acc[mt][2 * pair], a[mt], b[0], b[1]);
-          mma_16816<Mode>(acc[mt][2 * pair + 1], a[mt], b[2], b[3]);
+          for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float(&c)[4] = acc[mt][2 * pair + h];
+              mma::bf16_16816(c, a_lo[mt], b[2 * h], b[2 * h + 1]);
+              mma::bf16_16816(c, a[mt], b_lo[2 * h], b_lo[2 * h + 1]);
+              mma::bf16_16816(c, a[mt], b[2 * h], b[2 * h + 1]);
+            }
+          }
+        } else {
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            mma_16816<Mode>(acc[mt][2 * pair], a[mt], b[0], b[1]);
+            mma_16816<Mode>(acc[mt][2 * pair + 1], a[mt], b[2], b[3]);
+          }
         }
       }
     }
   }
 }
 
-// Where warps own two m-tiles (kMT = 2: six warps cover a tile), the twelve consumer warps form
-// two teams that take the CTA's tiles in turn, ping-pong: one team's epilogue runs while the
-// other multiplies. Their mainloops never overlap -- a team starts one once the other's is done,
-// which also keeps every `full` wait unambiguous (the tile before is staged by then) -- and a
-// team announces its mainloop done only after the other's epilogue is (the teams share the
-// staging blocks and group barriers of the 16-bit epilogue). One phase per tile of the team.
+// Where warps own kMT > 1 m-tiles (12 / kMT warps cover a tile), the twelve consumer warps form
+// kMT teams that take the CTA's tiles in turn: one team's epilogue runs while another multiplies.
+// Team t starts a tile once team t - 1 has handed the ring over (`handoff`): once it has released
+// the stage whose slot the new tile's first stage reuses, kSlots stages on. Every `full` wait of
+// the new tile is then for a phase whose previous one has completed, so none can be mistaken
+// for it, and the two teams multiply side by side for that tile's first stages. 16-bit outputs
+// leave through the staging blocks and group barriers both teams share: there a team hands over
+// after its mainloop and only once the other's epilogue is done (`stored`), so the mainloops
+// never overlap and the epilogues alternate. One phase per tile of the team.
+constexpr int kMaxTeams = 3;
 struct TeamTurns {
-  uint64_t multiplied[2];  // team t's mainloop of its latest tile is done
-  uint64_t stored[2];      // team t's epilogue of its latest tile is done (or skipped)
+  uint64_t handoff[kMaxTeams];  // team t has released its latest tile's stages up to the handoff
+  uint64_t stored[kMaxTeams];   // team t's 16-bit epilogue of its latest tile is done (or skipped)
 };
 
 // Consumer warps: per tile, its three stages into the accumulators, then the store (unless the
@@ -93,10 +123,18 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
                                  int warp, int lane) {
   constexpr int kTeamWarps = kConsumerWarps / kMT;  // the warps a tile needs; they release its slots
   constexpr int kTeams = kConsumerWarps / kTeamWarps;
-  static_assert(kConsumerWarps % kMT == 0 && kTilePixels == 16 * kConsumerWarps && kTeams <= 2, "whole m-tiles a warp");
+  static_assert(kConsumerWarps % kMT == 0 && kTilePixels == 16 * kConsumerWarps && kTeams <= kMaxTeams,
+                "whole m-tiles a warp");
   constexpr bool kScaled = kScalesWeights<Mode>;
+  // 16-bit outputs share the staging blocks (see TeamTurns); float32 outputs go straight from
+  // the registers, and the teams' mainloops and epilogues may overlap.
+  constexpr bool kStagedStores = Staged<Mode>::kHalfOutputs;
+  static_assert(kTeams <= 2 || !kStagedStores, "the staged epilogue alternates two teams");
+  // The stage after whose release a team hands over: the next tile's first stage reuses its slot.
+  constexpr int kHandoffAfter = kStagedStores ? int(kInChannels) - 1 : kSlots >= kInChannels ? 0 : int(kInChannels) - kSlots;
   constexpr uint32_t kSlotBytes = kSlotBytesOf<Mode, kRecords>;
-  const int team = warp / kTeamWarps, other = team ^ 1;
+  // Teams take tiles in turn: team t waits for team `before`'s mainloop.
+  const int team = warp / kTeamWarps, before = (team + kTeams - 1) % kTeams;
   warp %= kTeamWarps;
   RingPos<kSlots> pos;
   int parity = 0;  // of the tile count: the votes' word
@@ -105,10 +143,10 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
     for (int channel = 0; channel < kInChannels; ++channel) pos.advance();
     parity ^= 1;
   };
-  if (team == 1) skip_tile();
+  for (int t = 0; t < team; ++t) skip_tile();
   const uint32_t a_lane = uint32_t(lane >> 4) * kRecords * kRecordBytes + uint32_t(16 * kMT * warp + (lane & 15)) * kRecordBytes;
   const uint32_t b_lane = b_all + uint32_t(lane) * 16;
-  // The other team's turns this team has waited for (team 1 waits for team 0's first tile).
+  // The turns of team `before` this team has waited for (team t > 0 waits for team t - 1's first tile).
   uint32_t turn = 0;
   bool first = team == 0;
   for (int64_t index = blockIdx.x + int64_t(team) * gridDim.x; index < plan.tiles; index += int64_t(kTeams) * gridDim.x) {
@@ -119,28 +157,31 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
     } else {
       init_accumulators(acc, bias, lane & 3);
     }
-    if (kTeams == 2 && !first) barrier_wait(&turns.multiplied[other], turn & 1);
+    if (kTeams > 1 && !first) barrier_wait(&turns.handoff[before], turn & 1);
     bool exact = false;
 #pragma unroll 1
     for (int channel = 0; channel < kInChannels; ++channel) {
       barrier_wait(&ring.full[pos.slot], pos.phase);
       __syncwarp();  // ldmatrix and mma.sync need the whole warp back together
-      multiply_stage<Mode, kNT, kMT>(acc, slots + pos.slot * kSlotBytes + uint32_t(tile.base) * kRecordBytes + a_lane,
-                                     b_lane + uint32_t(channel) * kTapSteps * kTapBlockBytes<kNT>, uint32_t(plan.wv));
+      multiply_stage<Mode, kNT, kMT, kRecords>(acc, slots + pos.slot * kSlotBytes + uint32_t(tile.base) * kRecordBytes + a_lane,
+                                               b_lane + uint32_t(channel) * kTapSteps * kTapBytesOf<Mode, kNT>, uint32_t(plan.wv));
       // Read before the slot is released: the producers write the votes of the tile two on after.
       if (channel == kInChannels - 1) {
         exact = TileVotes::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[parity]));
       }
       barrier_arrive(&ring.empty[pos.slot]);
       pos.advance();
+      if (kTeams > 1 && !kStagedStores && channel == kHandoffAfter) barrier_arrive(&turns.handoff[team]);
     }
     parity ^= 1;
-    if constexpr (kTeams == 2) {
-      if (!first) barrier_wait(&turns.stored[other], turn & 1);
+    if constexpr (kTeams > 1) {
+      if constexpr (kStagedStores) {
+        if (!first) barrier_wait(&turns.stored[before], turn & 1);
+        barrier_arrive(&turns.handoff[team]);
+      }
       if (!first) ++turn;
       first = false;
-      barrier_arrive(&turns.multiplied[team]);
-      skip_tile();
+      for (int t = 1; t < kTeams; ++t) skip_tile();
     }
     if (!exact) {  // the same in every thread of the team: the group barriers match
       if constexpr (kScaled) {
@@ -154,7 +195,7 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
         store_tile(acc, thread_rows<kMT>(plan, tile, p, warp, lane >> 2).out, p, lane & 3, p.out_pixel_major);
       }
     }
-    if constexpr (kTeams == 2) barrier_arrive(&turns.stored[team]);
+    if constexpr (kTeams > 1 && kStagedStores) barrier_arrive(&turns.stored[team]);
   }
 }
 

@@ -4,11 +4,11 @@
 //
 // A unit's row segment is 4 columns from 2 before a cell's first, so with even rows and widths
 // each half of it is one aligned word -- 4 bytes of 16-bit values, which are already a record's
-// word, or 8 of float32 -- wholly inside the image or wholly outside: 4 loads a unit instead of
-// 8. And 16-bit loads are issued two stages before their records are written, into register
-// sets of their own, so a stage's load latency overlaps the stages before instead of following
-// them (the element-load producers keep one stage in flight: the consumers of the 99 KB fit
-// waited on them, perf-notes).
+// word, or 8 of float32 (rounded to fp16 words, or split into bf16x3's hi and lo records) --
+// wholly inside the image or wholly outside: 4 loads a unit instead of 8. And 16-bit loads are
+// issued two stages before their records are written, into register sets of their own, so a
+// stage's load latency overlaps the stages before instead of following them (the element-load
+// producers keep one stage in flight: the consumers of the 99 KB fit waited on them, perf-notes).
 #pragma once
 
 #include <cstdint>
@@ -65,30 +65,47 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
   }
 }
 
-// Writes a stage's records (float32 rounded to fp16 on the way); returns its TileVotes bits.
-template <class Mode, int kUnits, int kRecords>
+// Writes a stage's records (float32 rounded to fp16, or split into bf16x3's hi and lo planes, on
+// the way); returns its TileVotes bits.
+template <class Mode, Round kRound, int kUnits, int kRecords>
 __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairStage<Mode, kUnits>& stage,
                                                 const Plan& plan, int thread) {
-  HalfMagnitudes<Mode> halves;
+  if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+    float probe = 0.f;
 #pragma unroll
-  for (int k = 0; k < kUnits; ++k) {
-    uint32_t w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
-        const float2 pair = stage.v[k][i];
-        w[i] = mma::pack_half2(pair.x, pair.y);
-        halves.float_bits |= __float_as_uint(pair.x) | __float_as_uint(pair.y);
-      } else {
-        w[i] = stage.v[k][i];
-      }
-      halves.add(w[i]);
+    for (int k = 0; k < kUnits; ++k) {
+      const float2* pair = stage.v[k];
+      const float v[kUnitValues] = {pair[0].x, pair[0].y, pair[1].x, pair[1].y,
+                                    pair[2].x, pair[2].y, pair[3].x, pair[3].y};
+      const int u = thread + k * kProducerThreads;
+      uint4* hi = reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u));
+      split_unit<kRound>(v, u < 2 * int(plan.cells), hi, hi + 2 * kRecords, probe);
     }
-    // A repeated unit (see thread_unit) writes no record; the record's offset needs no division.
-    const int u = thread + k * kProducerThreads;
-    if (u < 2 * int(plan.cells)) *reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
+    return probe != probe ? TileVotes::kExact : 0;
+  } else {
+    HalfMagnitudes<Mode> halves;
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+          const float2 pair = stage.v[k][i];
+          w[i] = mma::pack_half2(pair.x, pair.y);
+          halves.float_bits |= __float_as_uint(pair.x) | __float_as_uint(pair.y);
+        } else {
+          w[i] = stage.v[k][i];
+        }
+        halves.add(w[i]);
+      }
+      // A repeated unit (see thread_unit) writes no record; the record's offset needs no division.
+      const int u = thread + k * kProducerThreads;
+      if (u < 2 * int(plan.cells)) {
+        *reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
+      }
+    }
+    return halves.vote();
   }
-  return halves.vote();
 }
 
 // Producer warps: 16-bit stage s + 2's loads go out before stage s's records are written, into
@@ -99,8 +116,7 @@ __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairS
 // stage s's records are written, as in s2d/producers.cuh.
 template <class Mode, DType T, int kUnits, int kSlots, int kChannels, int kRecords>
 __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char* slots, Ring<kSlots>& ring,
-                              int warp, int lane) {
-  static_assert(!Staged<Mode>::kSplit, "16-bit records");
+                              Round round, int warp, int lane) {
   // Three sets where a CTA computes a group of the channels; with all 96 (twice the consumer
   // registers) ptxas spilled 40-52 bytes for the third set, so two.
   constexpr int kSets = sizeof(typename Mode::Raw) == 4 ? 1 : kChannels < kOutChannels ? 3 : 2;
@@ -128,8 +144,11 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
       load_pairs(loaded, p, plan, at.tile, at.channel, opaque(thread));
     }
     barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    const uint32_t vote =
-        store_pairs<Mode, kUnits, kRecords>(slots + pos.slot * kSlotBytesOf<Mode, kRecords>, loaded, plan, opaque(thread));
+    unsigned char* slot = slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
+    // (Only bf16x3's split rounds; 16-bit words keep one instance.)
+    const uint32_t vote = !Staged<Mode>::kSplit || round == Round::kNearest
+                              ? store_pairs<Mode, Round::kNearest, kUnits, kRecords>(slot, loaded, plan, opaque(thread))
+                              : store_pairs<Mode, Round::kTowardZero, kUnits, kRecords>(slot, loaded, plan, opaque(thread));
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote, last, ring, warp, lane);
     // (No async-proxy fence, unlike s2d/producers.cuh: ldmatrix reads through the generic proxy.)

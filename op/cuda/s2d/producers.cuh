@@ -98,6 +98,22 @@ struct HalfMagnitudes {
   }
 };
 
+// bf16x3: one unit's values as its hi and lo records (planes j and 2 + j); `probe` turns NaN
+// once one of them is not finite (x * 0 + probe), the tile's vote to be stored exactly.
+template <Round kRound>
+__device__ __forceinline__ void split_unit(const float (&v)[kUnitValues], bool write, uint4* hi, uint4* lo,
+                                           float& probe) {
+#pragma unroll
+  for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[i], 0.f, probe);
+  // The conversion is long enough that a repeated unit skips it.
+  if (!write) return;
+  uint32_t h[4], l[4];
+#pragma unroll
+  for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[2 * w], v[2 * w + 1], h[w], l[w], kRound);
+  *hi = make_uint4(h[0], h[1], h[2], h[3]);
+  *lo = make_uint4(l[0], l[1], l[2], l[3]);
+}
+
 // Writes this thread's units as records into the slot's planes (in the MMA's
 // operand format). Returns its TileVotes bits.
 template <class Mode, Round kRound, int kUnits, int kRecords>
@@ -114,16 +130,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
       return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kRecords * kRecordBytes);
     };
     if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
-#pragma unroll
-      for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[k][i], 0.f, probe);
-      // The conversion is long enough that a repeated unit skips it.
-      if (unit.owned) {
-        uint32_t hi[4], lo[4];
-#pragma unroll
-        for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[k][2 * w], v[k][2 * w + 1], hi[w], lo[w], kRound);
-        *record(0) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        *record(2) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-      }
+      split_unit<kRound>(v[k], unit.owned, record(0), record(2), probe);
     } else {
       uint32_t w[4];
 #pragma unroll

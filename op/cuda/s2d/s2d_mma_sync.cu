@@ -15,9 +15,10 @@
 // 16-bit loads three stages ahead (pair_producers.cuh). The kernel is bound by shared-memory
 // wavefronts and load latency, not by the tensor cores (perf-notes).
 //
-// Modes: fp16, bf16, and float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
-// range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers). float32
-// accurate (bf16x3) has no fit here: its hi and lo planes double B and the windows.
+// Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
+// range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers), and
+// float32 accurate as bf16x3, whose hi and lo planes and blocks double the windows and B: its
+// fits are Halves on the A100 class and three groups of 32 channels (Thirds) in 99 KB.
 //
 // The parts: plan.h, ring.cuh, prologue.cuh and producers.cuh (shared with s2d.cu),
 // pair_producers.cuh and mma_sync_consumers.cuh; this file holds the kernel, its shared-memory
@@ -59,7 +60,8 @@ namespace {
 // How the kernel fits a GPU's shared memory: kGroups CTAs share a tile's 96 output channels,
 // each holding its group's B, beside kSlots window slots of planes of kRecords cells; its
 // consumer warps own kMTiles m-tiles each (two for 48 channels: a warp's B fragments serve twice
-// the MMAs; 96 channels leave no registers for that).
+// the MMAs; 96 channels leave no registers for that; three for bf16x3's 32) and form kMTiles
+// teams that take tiles in turn (mma_sync_consumers.cuh).
 template <int kGroups_, int kSlots_, int kMTiles_, int kRecords_>
 struct Fit {
   static constexpr int kGroups = kGroups_;
@@ -77,11 +79,29 @@ struct Fit {
 // strips), so the producers stage a window while the consumers still read the one before it.
 using Whole = Fit<1, 3, 1, 384>;
 using Halves = Fit<2, 3, 2, 384>;
+// bf16x3's hi and lo planes and blocks double the slots and B: in 99 KB three groups of 32
+// channels beside two slots of 352-cell planes (224 and 227 in two strips), and warps of three
+// m-tiles: three teams of four, one warp per SM sub-partition multiplying (teams of six left two
+// sub-partitions one warp each, the others two: 0.655 ms against 0.609, perf-notes).
+using Thirds = Fit<3, 2, 3, 352>;
+
+// The fits a mode tries, widest first: 16-bit words in Whole, then Halves; bf16x3 in Halves
+// (A100, Hopper), then Thirds.
+template <class Mode>
+struct FitsOf {
+  using Wide = Whole;
+  using Narrow = Halves;
+};
+template <>
+struct FitsOf<mma::Bf16x3> {
+  using Wide = Halves;
+  using Narrow = Thirds;
+};
 
 template <class Mode, class F>
 struct Layout {
   using Raw = typename Mode::Raw;
-  static constexpr size_t kB = size_t(kInChannels) * kTapSteps * kTapBlockBytes<F::kNTiles>;
+  static constexpr size_t kB = size_t(kInChannels) * kTapSteps * kTapBytesOf<Mode, F::kNTiles>;
   static constexpr size_t kTapsAt = kB;
   static constexpr size_t kBiasAt = kTapsAt + kTapSteps * 16;
   static constexpr size_t kLargestAt = kBiasAt + kOutChannels * sizeof(float);  // the weight scale's scratch
@@ -96,7 +116,7 @@ struct Layout {
   static constexpr size_t kStagedBytes =
       Staged<Mode>::kHalfOutputs ? kConsumerWarps / 4 * kStagedElemsOf<F::kNTiles> * sizeof(uint16_t) : 0;
   static constexpr size_t kTotal = kStagedAt + kStagedBytes;
-  static_assert(Mode::kWgBlocks == 1 && !Staged<Mode>::kSplit, "one 16-bit B block and plane pair per tap");
+  static_assert(Mode::kWgBlocks == (Staged<Mode>::kSplit ? 2 : 1), "bf16x3: hi and lo blocks and planes");
   static_assert(kRingAt % 8 == 0 && kTurnsAt % 8 == 0, "barriers stay aligned");
 };
 
@@ -106,6 +126,8 @@ static_assert(Layout<mma::Half<false>, Halves>::kTotal <= k99KB && Layout<mma::H
               "the halves fit every sm_80+ GPU");
 static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kA100 && Layout<mma::HalfOfFloat, Whole>::kTotal <= kA100,
               "the whole B fits an A100");
+static_assert(Layout<mma::Bf16x3, Halves>::kTotal <= kA100 && Layout<mma::Bf16x3, Thirds>::kTotal <= k99KB,
+              "bf16x3: halves on an A100, thirds on every sm_80+ GPU");
 
 // Each group's view of the call (group_problem), made on the host: CTAs of grid row y read
 // theirs in place from the parameters, as the other kernels read theirs (a copy made in the
@@ -138,8 +160,8 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   TeamTurns& turns = *reinterpret_cast<TeamTurns*>(smem + L::kTurnsAt);
   if (tid == 0) {  // published by prepare's fence and CTA barrier
-    for (int t = 0; t < 2; ++t) {
-      barrier_init(&turns.multiplied[t], F::kConsumers);
+    for (int t = 0; t < kMaxTeams; ++t) {
+      barrier_init(&turns.handoff[t], F::kConsumers);
       barrier_init(&turns.stored[t], F::kConsumers);
     }
   }
@@ -153,7 +175,7 @@ __global__ void __launch_bounds__(kTileThreads, 1)
                                                      weight_scale.inverse, warp, lane);
   } else {
     if constexpr (kStaging == Staging::kPairs) {
-      produce_pairs<Mode, T, kUnits, F::kSlots, F::kChannels, F::kRecords>(p, plan, slots, ring,
+      produce_pairs<Mode, T, kUnits, F::kSlots, F::kChannels, F::kRecords>(p, plan, slots, ring, round,
                                                                            warp - kConsumerWarps, lane);
     } else {
       produce<Mode, T, kUnits, F::kSlots, F::kChannels, F::kRecords>(p, plan, slots, ring, round,
@@ -181,12 +203,17 @@ cudaError_t launch_fit(const Problem& p, const Plan& plan, const DeviceInfo& dev
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-// The widest fit this device's shared memory takes (groups 0: none).
+// The widest of the mode's fits this device's shared memory takes (groups 0: none), and its plane size.
+struct FitChoice {
+  int groups = 0, records = 0;
+};
 template <class Mode>
-int groups_on(const DeviceInfo& device) {
-  if (Layout<Mode, Whole>::kTotal <= device.max_smem_per_block_optin) return Whole::kGroups;
-  if (Layout<Mode, Halves>::kTotal <= device.max_smem_per_block_optin) return Halves::kGroups;
-  return 0;
+FitChoice fit_on(const DeviceInfo& device) {
+  using Wide = typename FitsOf<Mode>::Wide;
+  using Narrow = typename FitsOf<Mode>::Narrow;
+  if (Layout<Mode, Wide>::kTotal <= device.max_smem_per_block_optin) return {Wide::kGroups, Wide::kRecords};
+  if (Layout<Mode, Narrow>::kTotal <= device.max_smem_per_block_optin) return {Narrow::kGroups, Narrow::kRecords};
+  return {};
 }
 
 // The fit's plan (its plane size) and load units per thread.
@@ -213,20 +240,21 @@ cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStrea
 
 template <class Mode, DType T>
 cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  switch (groups_on<Mode>(device)) {
-    case Whole::kGroups: return launch_planned<Mode, T, Whole>(p, device, stream);
-    case Halves::kGroups: return launch_planned<Mode, T, Halves>(p, device, stream);
-  }
+  using Wide = typename FitsOf<Mode>::Wide;
+  using Narrow = typename FitsOf<Mode>::Narrow;
+  const int groups = fit_on<Mode>(device).groups;
+  if (groups == Wide::kGroups) return launch_planned<Mode, T, Wide>(p, device, stream);
+  if (groups == Narrow::kGroups) return launch_planned<Mode, T, Narrow>(p, device, stream);
   return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_facts first
 }
 
-int groups_for(const Problem& p, const DeviceInfo& device) {
+FitChoice fit_for(const Problem& p, const DeviceInfo& device) {
   switch (p.dtype) {
-    case DType::kFloat32: return p.allow_tf32 ? groups_on<mma::HalfOfFloat>(device) : 0;  // no bf16x3 fit
-    case DType::kFloat16: return groups_on<mma::Half<false>>(device);
-    case DType::kBFloat16: return groups_on<mma::Half<true>>(device);
+    case DType::kFloat32: return p.allow_tf32 ? fit_on<mma::HalfOfFloat>(device) : fit_on<mma::Bf16x3>(device);
+    case DType::kFloat16: return fit_on<mma::Half<false>>(device);
+    case DType::kBFloat16: return fit_on<mma::Half<true>>(device);
   }
-  return 0;
+  return {};
 }
 
 // See ALEXCONV_S2D_MMA_SYNC_BUILT.
@@ -238,11 +266,11 @@ constexpr bool kBuilt = ALEXCONV_S2D_MMA_SYNC_BUILT;
 S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
   S2dMmaSyncFacts facts;
   if (!s2d::kBuilt || device.major < 8) return facts;
-  const int groups = s2d::groups_for(p, device);
-  const int records = groups == s2d::Halves::kGroups ? s2d::Halves::kRecords : s2d::Whole::kRecords;
-  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, records);
-  if (groups == 0 || plan.strips == 0) return facts;
-  facts.groups = groups;
+  const s2d::FitChoice fit = s2d::fit_for(p, device);
+  if (fit.groups == 0) return facts;
+  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, fit.records);
+  if (plan.strips == 0) return facts;
+  facts.groups = fit.groups;
   facts.tiles = plan.tiles;
   facts.pair_staging = s2d::units_per_thread(plan) == s2d::kFewestUnits && s2d::pairs_apply(p);
   return facts;
@@ -252,8 +280,8 @@ cudaError_t launch_conv1_s2d_mma_sync(const Problem& p, const DeviceInfo& device
 #if ALEXCONV_S2D_MMA_SYNC_BUILT  // else no kernel is instantiated, and s2d_mma_sync_facts says 0 groups
   switch (p.dtype) {
     case DType::kFloat32:
-      if (!p.allow_tf32) break;
-      return s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream);
+      return p.allow_tf32 ? s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream)
+                          : s2d::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
     case DType::kFloat16: return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
     case DType::kBFloat16: return s2d::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
   }
