@@ -11,9 +11,9 @@
 // of 384 cells: 224 and 227 in one strip): the producers stage up to two stages ahead of the
 // consumers. In Halves a tile needs six consumer warps of two m-tiles each (a B fragment serves
 // both), so the twelve form two teams that take tiles in turn, one team's epilogue beside the
-// other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs with
-// 16-bit loads three stages ahead (pair_producers.cuh). The kernel is bound by shared-memory
-// wavefronts and load latency, not by the tensor cores (perf-notes).
+// other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs
+// (16-bit ones three stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by
+// shared-memory wavefronts and load latency; in bf16x3 by one team's MMA issue (perf-notes).
 //
 // Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
 // range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers), and
