@@ -101,10 +101,11 @@ __device__ __forceinline__ void multiply_stage(float (&acc)[kMT][kNT][4], uint32
 // Team t starts a tile once team t - 1 has handed the ring over (`handoff`): once it has released
 // the stage whose slot the new tile's first stage reuses, kSlots stages on. Every `full` wait of
 // the new tile is then for a phase whose previous one has completed, so none can be mistaken
-// for it, and the two teams multiply side by side for that tile's first stages. 16-bit outputs
-// leave through the staging blocks and group barriers both teams share: there a team hands over
-// after its mainloop and only once the other's epilogue is done (`stored`), so the mainloops
-// never overlap and the epilogues alternate. One phase per tile of the team.
+// for it, and two teams multiply side by side for the new tile's first stages (two of three with
+// three slots, one with two; an earlier handoff would let a wait pass on the stale phase).
+// 16-bit outputs leave through the staging blocks and group barriers both teams share: there a
+// team hands over after its mainloop and only once the other's epilogue is done (`stored`), so
+// the mainloops never overlap and the epilogues alternate. One phase per tile of the team.
 constexpr int kMaxTeams = 3;
 struct TeamTurns {
   uint64_t handoff[kMaxTeams];  // team t has released its latest tile's stages up to the handoff
@@ -130,10 +131,12 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
   // the registers, and the teams' mainloops and epilogues may overlap.
   constexpr bool kStagedStores = Staged<Mode>::kHalfOutputs;
   static_assert(kTeams <= 2 || !kStagedStores, "the staged epilogue alternates two teams");
-  // The stage after whose release a team hands over: the next tile's first stage reuses its slot.
-  constexpr int kHandoffAfter = kStagedStores ? int(kInChannels) - 1 : kSlots >= kInChannels ? 0 : int(kInChannels) - kSlots;
+  // float32 outputs: the stage after whose release a team hands over (the next tile's first stage
+  // reuses its slot; with more slots than stages, after the first). 16-bit outputs hand over after
+  // the mainloop, below.
+  constexpr int kHandoffAfter = kSlots >= kInChannels ? 0 : int(kInChannels) - kSlots;
   constexpr uint32_t kSlotBytes = kSlotBytesOf<Mode, kRecords>;
-  // Teams take tiles in turn: team t waits for team `before`'s mainloop.
+  // Teams take tiles in turn: team t waits for team `before`'s handoff.
   const int team = warp / kTeamWarps, before = (team + kTeams - 1) % kTeams;
   warp %= kTeamWarps;
   RingPos<kSlots> pos;
