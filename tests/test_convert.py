@@ -135,29 +135,46 @@ def test_converted_model_scripts_traces_compiles_exports(device, generator, tmp_
                 assert torch.allclose(run(y), expected_y, atol=1e-5, rtol=1e-5), name
 
 
+def exactly_summable_stem(model, generator):
+    """Rounds conv1's weight and bias to multiples of 2**-12 (|w| <= 214 * 2**-12 under the default
+    init) and returns a fitting input of integers in [-4, 4]: every product then has at most 11
+    significant bits and every sum of 363 of them stays below 2**24 units, so any summation order
+    (ours, ATen's, cuDNN's, bf16x3's hi/lo terms) gives the same float32 stem output bit for bit."""
+    conv = model.features[0]
+    with torch.no_grad():
+        conv.weight.copy_(torch.round(conv.weight * 4096) / 4096)
+        conv.bias.copy_(torch.round(conv.bias * 4096) / 4096)
+    assert conv.weight.abs().max() * 4096 < 256
+    return torch.randint(-4, 5, (4, 3, 64, 64), generator=generator).float()
+
+
 @pytest.mark.parametrize("device", device_params())
 def test_converted_model_trains_like_the_original(device, generator):
-    """Three SGD steps in train mode (dropout drawn from the same seed) move the converted
-    model's parameters as the original's. Compared as whole tensors, not element by element:
-    the two stems differ by float32 rounding, which can flip a max-pool's pick between two
-    near-equal values and send one gradient elsewhere (seen on CUDA: one conv1 weight 2% off)."""
-    original = small_torchvision(device).train()
+    """An SGD step in train mode (dropout drawn from the same seed) moves every parameter of the
+    converted model as the original's. The stems compute exactly (exactly_summable_stem), so the
+    rest of the network sees the same values and makes the same ReLU and max-pool picks; only
+    the backward's summation order differs. With plain random inputs, float32 rounding in the
+    stem flipped a near-tie in a later max-pool on 5 seeds of 300 (three steps on CPU) and moved
+    conv1's update by up to 3%; at ALEXCONV_TEST_SEED=2211388059219562298 the unconverted float32
+    model was the one off its float64 run."""
+    original = small_torchvision().train()
+    x = exactly_summable_stem(original, generator).to(device)
+    original.to(device)
     converted, _ = alexconv.convert(original)
     before = copy.deepcopy(converted.state_dict())
-    x = make_input(4, 64, 64, device=device, generator=generator)
     target = torch.randint(10, (4,), generator=generator).to(device)
+    with torch.no_grad():
+        assert torch.equal(converted.features[:2](x), original.features[:2](x))
     for model in (original, converted):
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        for step in range(3):
-            torch.manual_seed(step)
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), target).backward()
-            opt.step()
+        torch.manual_seed(0)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), target).backward()
+        opt.step()
     for (name, p), (_, q) in zip(converted.named_parameters(), original.named_parameters()):
         assert not torch.equal(p, before[name]), f"{name} did not move"
         moved, expected = p - before[name], q - before[name]
-        assert rel_norm_error(moved, expected) < 1e-2, (name, rel_norm_error(moved, expected))
-        assert rel_norm_error(p, q) < 1e-4, (name, rel_norm_error(p, q))
+        assert rel_norm_error(moved, expected) < 1e-4, (name, rel_norm_error(moved, expected))
 
 
 class Wrapper(nn.Module):
