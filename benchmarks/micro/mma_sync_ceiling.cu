@@ -8,8 +8,9 @@
 //     (16 consecutive 16-byte records per plane, shifted by dy * wv + dx), one of B per two
 //     n-tiles, then kMT x kNT MMAs -- with nothing else (no producers, ring, epilogue): the
 //     fits Halves (6 warps x 2 m-tiles x 6 n-tiles), Halves with its taps split over 12 warps,
-//     Whole (12 x 1 x 12), and the bf16x3 shape a float32-accurate fit would have (A and B hi
-//     and lo, three MMAs a product: hi hi, hi lo, lo hi).
+//     Whole (12 x 1 x 12), and the bf16x3 shapes of the float32-accurate fits (A and B hi and
+//     lo, three MMAs a product: hi hi, hi lo, lo hi): Halves', and Thirds' with one, two or
+//     three of its teams multiplying at once.
 // Each row reports the MMA rate, and the time the layer's MMAs would take at that rate on this
 // GPU (224x224, batch 256: 69.3 GFLOP of fp16 MMAs in the space-to-depth layout, K 432 and 57
 // virtual columns of 55; three times that for bf16x3) -- the floor of any kernel with that loop.
@@ -176,10 +177,16 @@ int main() {
       {"Halves, taps split over 12 warps", 12, 14, 12, 1, launch_loop<2, 6, 1>},
       {"Whole: 12 warps x 1 m-tile x 12 n-tiles", 12, kTaps, 12, 1, launch_loop<1, 12, 1>},
       {"bf16x3 shape: 6 warps x 2 x 6, hi and lo, 3 MMAs a product", 6, kTaps, 36, 3, launch_loop<2, 6, 3>},
+      // Thirds (the 99 KB float32-accurate fit): a team of 4 warps x 3 m-tiles x 4 n-tiles; its
+      // teams take tiles in turn, so one multiplies at a time, two where a third slot would let them.
+      {"Thirds: one team, 4 warps x 3 x 4, bf16x3", 4, kTaps, 36, 3, launch_loop<3, 4, 3>},
+      {"Thirds: two teams at once, 8 warps x 3 x 4, bf16x3", 8, kTaps, 36, 3, launch_loop<3, 4, 3>},
+      {"Thirds: three teams at once, 12 warps x 3 x 4, bf16x3", 12, kTaps, 36, 3, launch_loop<3, 4, 3>},
   };
   CHECK(cudaFuncSetAttribute(loop_kernel<2, 6, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   CHECK(cudaFuncSetAttribute(loop_kernel<1, 12, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   CHECK(cudaFuncSetAttribute(loop_kernel<2, 6, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  CHECK(cudaFuncSetAttribute(loop_kernel<3, 4, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   for (const Row& r : rows) {
     constexpr int kTiles = 400;
     const float ms = median_ms([&] { r.launch(sms, r.warps, r.taps_per_warp, kTiles, sink); });
