@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1) loop_kernel(int warps, int taps_p
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp >= warps) return;
-  const int pixel_warp = warp % (12 / kMT);  // the K-split rows' second half repeat the pixels
+  const int pixel_warp = warp % (12 / kMT);  // warps past a tile's (K split, Thirds' later teams) repeat its pixels
   const uint32_t base = smem_address(smem);
   const uint32_t a_lane = base + uint32_t(lane >> 4) * kPlaneBytes + uint32_t(16 * kMT * pixel_warp + (lane & 15)) * 16;
   const uint32_t b_lane = base + kBAt + uint32_t(lane) * 16;
