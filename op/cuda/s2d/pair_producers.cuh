@@ -42,7 +42,8 @@ struct PairStage {
   Pair v[kUnits][4];
 };
 
-template <class Mode, int kUnits>
+// Units kFrom .. kTo - 1 of a stage (float32's producers load a stage in two halves).
+template <class Mode, int kUnits, int kFrom = 0, int kTo = kUnits>
 __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const Problem& p, const Plan& plan,
                                            const Tile& tile, int channel, int thread) {
   using Raw = typename Mode::Raw;
@@ -50,7 +51,7 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
   const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
 #pragma unroll
-  for (int k = 0; k < kUnits; ++k) {
+  for (int k = kFrom; k < kTo; ++k) {
     const ThreadUnit unit = thread_unit(plan, thread, k);
     const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
     const Raw* row = image + int64_t(iy) * p.in_stride[2] + ix;
@@ -65,15 +66,28 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
   }
 }
 
-// Writes a stage's records (float32 rounded to fp16, or split into bf16x3's hi and lo planes, on
-// the way); returns its TileVotes bits.
-template <class Mode, Round kRound, int kUnits, int kRecords>
-__device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairStage<Mode, kUnits>& stage,
-                                                const Plan& plan, int thread) {
+// What a stage's records tell the tile's vote, gathered over its units (vote_of: the TileVotes bits):
+// bf16x3 a probe that turns NaN at a value that is not finite, 16-bit words their magnitudes.
+template <class Mode>
+using PairVotes = std::conditional_t<std::is_same_v<Mode, mma::Bf16x3>, float, HalfMagnitudes<Mode>>;
+template <class Mode>
+__device__ __forceinline__ uint32_t vote_of(const PairVotes<Mode>& votes) {
   if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
-    float probe = 0.f;
+    return votes != votes ? TileVotes::kExact : 0;
+  } else {
+    return votes.vote();
+  }
+}
+
+// Writes units kFrom .. kTo - 1 of a stage's records (float32 rounded to fp16, or split into bf16x3's
+// hi and lo planes, on the way), gathering their votes.
+template <class Mode, Round kRound, int kUnits, int kRecords, int kFrom = 0, int kTo = kUnits>
+__device__ __forceinline__ void store_pairs(unsigned char* slot, const PairStage<Mode, kUnits>& stage,
+                                            const Plan& plan, int thread, PairVotes<Mode>& votes) {
+  if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
+    float& probe = votes;
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) {
+    for (int k = kFrom; k < kTo; ++k) {
       const float2* pair = stage.v[k];
       const float v[kUnitValues] = {pair[0].x, pair[0].y, pair[1].x, pair[1].y,
                                     pair[2].x, pair[2].y, pair[3].x, pair[3].y};
@@ -81,11 +95,10 @@ __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairS
       uint4* hi = reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u));
       split_unit<kRound>(v, u < 2 * int(plan.cells), hi, hi + 2 * kRecords, probe);
     }
-    return probe != probe ? TileVotes::kExact : 0;
   } else {
-    HalfMagnitudes<Mode> halves;
+    HalfMagnitudes<Mode>& halves = votes;
 #pragma unroll
-    for (int k = 0; k < kUnits; ++k) {
+    for (int k = kFrom; k < kTo; ++k) {
       uint32_t w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -104,23 +117,25 @@ __device__ __forceinline__ uint32_t store_pairs(unsigned char* slot, const PairS
         *reinterpret_cast<uint4*>(slot + record_at<kRecords>(plan, u)) = make_uint4(w[0], w[1], w[2], w[3]);
       }
     }
-    return halves.vote();
   }
 }
 
 // Producer warps: 16-bit stage s + 2's loads go out before stage s's records are written, into
 // the third of three register sets (24 registers each); the sets rotate by unrolling the loop by
 // three (each a fixed array). With two sets the loads had one stage's time to land and the
-// consumers waited on them (H100 as sm_86, fp16: 0.330 ms, perf-notes). float32 keeps one set:
-// two of its 48 registers each spilled (ptxas, 250 bytes); its stage s + 1's loads go out once
-// stage s's records are written, as in s2d/producers.cuh.
+// consumers waited on them (H100 as sm_86, fp16: 0.330 ms, perf-notes). float32 keeps one set
+// (two of its 48 registers each spilled: ptxas, 250 bytes); float32 rounded to fp16 (allow_tf32)
+// uses it in two halves: once a stage's first half of units is written, the next stage's first
+// half is loaded into its registers, and its second half once the stage is full -- so each
+// half's loads land while the other half is written (as sm_86 0.352-0.355 ms against 0.367-0.368
+// when whole stages were loaded only after the last one was written, perf-notes).
 template <class Mode, DType T, int kUnits, int kSlots, int kChannels, int kRecords>
 __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char* slots, Ring<kSlots>& ring,
                               Round round, int warp, int lane) {
   // Three sets where a CTA computes a group of the channels; with all 96 (twice the consumer
   // registers) ptxas spilled 40-52 bytes for the third set, so two.
   constexpr int kSets = sizeof(typename Mode::Raw) == 4 ? 1 : kChannels < kOutChannels ? 3 : 2;
-  constexpr bool kAhead = kSets > 1;
+  constexpr int kHalf = kUnits / 2;
   using Stage = PairStage<Mode, kUnits>;
   const int thread = warp * 32 + lane;
   StageCursor<Plan> at(plan);
@@ -128,29 +143,26 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
   // where used (a second cursor's decoded tile, held across the stages, made ptxas spill).
   int64_t ahead_index = blockIdx.x;
   int ahead_channel = 0;
-  const auto load_ahead = [&](Stage& into) {
+  const auto next_ahead = [&] {
     if (++ahead_channel == kInChannels) ahead_channel = 0, ahead_index += gridDim.x;
-    if (ahead_index < plan.tiles) {
-      load_pairs(into, p, plan, decode_tile(plan, ahead_index), ahead_channel, opaque(thread));
-    }
+    return ahead_index < plan.tiles;
   };
   RingPos<kSlots> pos;
   ExactTiles exact;
-  // Writes stage `at` (loaded into `loaded`), after issuing the loads kSets - 1 stages on into `next`.
-  const auto step = [&](Stage& loaded, Stage& next) {
-    if constexpr (kAhead) {
-      load_ahead(next);
+  // Units kFrom .. kTo - 1 of stage `at` into its slot (only bf16x3's split rounds; 16-bit words
+  // keep one instance).
+  const auto store = [&](auto from, auto to, unsigned char* slot, const Stage& loaded, PairVotes<Mode>& votes) {
+    constexpr int kFrom = decltype(from)::value, kTo = decltype(to)::value;
+    if (!Staged<Mode>::kSplit || round == Round::kNearest) {
+      store_pairs<Mode, Round::kNearest, kUnits, kRecords, kFrom, kTo>(slot, loaded, plan, opaque(thread), votes);
     } else {
-      load_pairs(loaded, p, plan, at.tile, at.channel, opaque(thread));
+      store_pairs<Mode, Round::kTowardZero, kUnits, kRecords, kFrom, kTo>(slot, loaded, plan, opaque(thread), votes);
     }
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
-    unsigned char* slot = slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
-    // (Only bf16x3's split rounds; 16-bit words keep one instance.)
-    const uint32_t vote = !Staged<Mode>::kSplit || round == Round::kNearest
-                              ? store_pairs<Mode, Round::kNearest, kUnits, kRecords>(slot, loaded, plan, opaque(thread))
-                              : store_pairs<Mode, Round::kTowardZero, kUnits, kRecords>(slot, loaded, plan, opaque(thread));
+  };
+  // Stage `at` is written: its votes, the arrival on `full`, the exact store of a voted tile.
+  const auto finish_stage = [&](const PairVotes<Mode>& votes) {
     const bool last = at.channel == kInChannels - 1;
-    exact.staged<Mode>(vote, last, ring, warp, lane);
+    exact.staged<Mode>(vote_of<Mode>(votes), last, ring, warp, lane);
     // (No async-proxy fence, unlike s2d/producers.cuh: ldmatrix reads through the generic proxy.)
     barrier_arrive(&ring.full[pos.slot]);
     if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
@@ -158,11 +170,26 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
     pos.advance();
     return at.valid(plan);
   };
+  const auto slot_of = [&] {
+    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    return slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
+  };
+  using Zero = std::integral_constant<int, 0>;
+  using Half = std::integral_constant<int, kHalf>;
+  using All = std::integral_constant<int, kUnits>;
+  // 16 bits: writes stage `at` (loaded into `loaded`) after issuing the loads kSets - 1 stages on into `next`.
+  const auto step = [&](Stage& loaded, Stage& next) {
+    if (next_ahead()) load_pairs(next, p, plan, decode_tile(plan, ahead_index), ahead_channel, opaque(thread));
+    unsigned char* slot = slot_of();
+    PairVotes<Mode> votes{};
+    store(Zero{}, All{}, slot, loaded, votes);
+    return finish_stage(votes);
+  };
   if (!at.valid(plan)) return;
   if constexpr (kSets == 3) {
     Stage a, b, c;
     load_pairs(a, p, plan, at.tile, at.channel, thread);
-    load_ahead(b);
+    if (next_ahead()) load_pairs(b, p, plan, decode_tile(plan, ahead_index), ahead_channel, thread);
     while (step(a, c) && step(b, a) && step(c, b)) {
     }
   } else if constexpr (kSets == 2) {
@@ -170,9 +197,36 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
     load_pairs(a, p, plan, at.tile, at.channel, thread);
     while (step(a, b) && step(b, a)) {
     }
+  } else if constexpr (Staged<Mode>::kSplit) {
+    // bf16x3: a stage's loads go out just before its slot is waited for (its split kept the
+    // halves below from gaining: 0.613-0.626 ms against 0.615-0.622 as sm_86, perf-notes).
+    Stage a;
+    bool more = true;
+    while (more) {
+      load_pairs(a, p, plan, at.tile, at.channel, opaque(thread));
+      unsigned char* slot = slot_of();
+      PairVotes<Mode> votes{};
+      store(Zero{}, All{}, slot, a, votes);
+      more = finish_stage(votes);
+    }
   } else {
     Stage a;
-    while (step(a, a)) {
+    load_pairs(a, p, plan, at.tile, at.channel, thread);
+    bool more = true;
+    while (more) {
+      const bool ahead = next_ahead();
+      unsigned char* slot = slot_of();
+      PairVotes<Mode> votes{};
+      store(Zero{}, Half{}, slot, a, votes);
+      if (ahead) {
+        load_pairs<Mode, kUnits, 0, kHalf>(a, p, plan, decode_tile(plan, ahead_index), ahead_channel, opaque(thread));
+      }
+      store(Half{}, All{}, slot, a, votes);
+      more = finish_stage(votes);
+      if (ahead) {
+        load_pairs<Mode, kUnits, kHalf, kUnits>(a, p, plan, decode_tile(plan, ahead_index), ahead_channel,
+                                                opaque(thread));
+      }
     }
   }
 }
