@@ -13,7 +13,8 @@
 // both), so the twelve form two teams that take tiles in turn, one team's epilogue beside the
 // other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs
 // (16-bit ones three stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by
-// shared-memory wavefronts and load latency; in bf16x3 by one team's MMA issue (perf-notes).
+// shared-memory wavefronts and load latency; in bf16x3 by the two-slot ring between one multiplying
+// team and the producers (perf-notes).
 //
 // Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
 // range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers), and
