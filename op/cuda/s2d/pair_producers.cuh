@@ -42,7 +42,7 @@ struct PairStage {
   Pair v[kUnits][4];
 };
 
-// Units kFrom .. kTo - 1 of a stage (float32's producers load a stage in two halves).
+// Units kFrom .. kTo - 1 of a stage (float32 rounded to fp16 loads a stage in two halves).
 template <class Mode, int kUnits, int kFrom = 0, int kTo = kUnits>
 __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const Problem& p, const Plan& plan,
                                            const Tile& tile, int channel, int thread) {
