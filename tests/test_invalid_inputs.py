@@ -423,6 +423,26 @@ def test_nonfinite_inputs_with_nonfinite_weights_over_padding(device, dtype, all
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
+def test_finite_inputs_at_the_top_of_float32s_range(device, allow_tf32, generator):
+    """Finite inputs past bf16's largest finite value (0x1.fep127) give the finite outputs
+    F.conv2d gives: from 0x1.ff0p127 on they round to Inf in bf16, which the fp32-accurate CUDA
+    split must not multiply (mma::split_bf16x2 clamps its high part, the space-to-depth
+    producers send such a tile to the exact store). One such value per window region, the
+    weights' ~0.05 keep every output finite."""
+    x = make_input(2, 45, 38, dtype=torch.float32, device=device, generator=generator)
+    w, b = make_weight(torch.float32, device, generator=generator)
+    top = torch.finfo(torch.float32).max
+    for (n, c, y, xx), v in zip([(0, 0, 6, 7), (0, 1, 30, 20), (1, 2, 5, 30), (1, 0, 40, 3), (0, 2, 22, 33)],
+                                [top, -top, float.fromhex("0x1.ff0p127"), -float.fromhex("0x1.ff8p127"),
+                                 float.fromhex("0x1.fefffep127")]):
+        x[n, c, y, xx] = v
+    ref = reference(x, w, b)
+    assert ref.isfinite().all() and ref.abs().max() > 1e36
+    assert_matches_reference(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, allow_tf32=allow_tf32)
+
+
 @requires_cuda
 @pytest.mark.cuda
 def test_cuda_valid_after_device_mismatch_keeps_current_device():

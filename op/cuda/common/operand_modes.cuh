@@ -62,22 +62,27 @@ __device__ __forceinline__ float bf16_toward_zero(float x) {
                   : __uint_as_float(__float_as_uint(x) & 0xffff0000u);
 }
 
-// The low part of an input split to nearest. Such a launch has no infinite weight
-// (see Round), so a zero low part is harmless; only an infinite x needs one that
-// is not NaN (inf - inf).
-__device__ __forceinline__ float split_low_nearest(float x, float hi) {
-  return fabsf(hi) < INFINITY ? x - hi : 0.f;
-}
+// The high parts of a bf16x2 word as floats (element 0 in the low half).
+__device__ __forceinline__ float bf16_low_half(uint32_t word) { return __uint_as_float(word << 16); }
+__device__ __forceinline__ float bf16_high_half(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
+
+// bf16's largest finite value. A finite float32 past it (the top 0.2% of float32's range)
+// would round to an infinite hi part and a product of Inf where F.conv2d's is finite.
+constexpr float kBf16Max = 0x1.fep127f;
 
 // Splits two floats into packed bf16x2 high and low parts (element 0 in the low half).
+// To nearest, hi is x clamped to bf16's finite range and rounded, lo = x - hi (exact),
+// rounded: a finite x keeps a finite hi, an infinite one a finite hi and an infinite lo of
+// its sign (not inf - inf = NaN), and NaN a NaN lo. Such a launch has no infinite weight
+// (see Round), so lo(x) * hi(w) is then the +-inf or NaN F.conv2d gives.
 __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, uint32_t& lo,
                                              Round round) {
   __nv_bfloat162 l;
   if (round == Round::kNearest) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
-    const float2 hf = __bfloat1622float2(h);
+    const __nv_bfloat162 h = __floats2bfloat162_rn(fminf(fmaxf(x0, -kBf16Max), kBf16Max),
+                                                   fminf(fmaxf(x1, -kBf16Max), kBf16Max));
     hi = *reinterpret_cast<const uint32_t*>(&h);
-    l = __floats2bfloat162_rn(split_low_nearest(x0, hf.x), split_low_nearest(x1, hf.y));
+    l = __floats2bfloat162_rn(x0 - bf16_low_half(hi), x1 - bf16_high_half(hi));
   } else {
     const float2 hf = make_float2(bf16_toward_zero(x0), bf16_toward_zero(x1));
     hi = (__float_as_uint(hf.x) >> 16) | (__float_as_uint(hf.y) & 0xffff0000u);

@@ -67,13 +67,14 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
 }
 
 // What a stage's records tell the tile's vote, gathered over its units (vote_of: the TileVotes bits):
-// bf16x3 a probe that turns NaN at a value that is not finite, 16-bit words their magnitudes.
+// bf16x3 a probe that turns non-finite at a value the split cannot hold (split_unit), 16-bit
+// words their magnitudes.
 template <class Mode>
 using PairVotes = std::conditional_t<std::is_same_v<Mode, mma::Bf16x3>, float, HalfMagnitudes<Mode>>;
 template <class Mode>
 __device__ __forceinline__ uint32_t vote_of(const PairVotes<Mode>& votes) {
   if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
-    return votes != votes ? TileVotes::kExact : 0;
+    return probe_votes_exact(votes) ? TileVotes::kExact : 0;
   } else {
     return votes.vote();
   }

@@ -98,21 +98,44 @@ struct HalfMagnitudes {
   }
 };
 
-// bf16x3: one unit's values as its hi and lo records (planes j and 2 + j); `probe` turns NaN
-// once one of them is not finite (x * 0 + probe), the tile's vote to be stored exactly.
+// bf16x3: one unit's values as its hi and lo records (planes j and 2 + j), and `probe`, which
+// turns non-finite once one of them is not finite: the tile's vote to be stored exactly.
+// Split to nearest, the probe sums the residuals x - hi(x) (rounded, not clamped as
+// mma::split_bf16x2 does: the vote covers what the clamp is for). Each is exact and within
+// 2^-8 |x|, so a stage's sum stays finite unless some x is Inf or NaN (residual NaN) or rounds
+// to an infinite hi (residual -+Inf) -- where a chain of x * 0 + probe had 48 dependent FMAs a
+// stage (perf-notes). Split toward zero (a launch with an infinite weight), probe = x * 0 + probe.
 template <Round kRound>
 __device__ __forceinline__ void split_unit(const float (&v)[kUnitValues], bool write, uint4* hi, uint4* lo,
                                            float& probe) {
-#pragma unroll
-  for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[i], 0.f, probe);
-  // The conversion is long enough that a repeated unit skips it.
-  if (!write) return;
   uint32_t h[4], l[4];
+  if constexpr (kRound == Round::kNearest) {
+    // A repeated unit loaded zeros (thread_unit); its owner probes and writes it.
+    if (!write) return;
+    float r[kUnitValues];
 #pragma unroll
-  for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[2 * w], v[2 * w + 1], h[w], l[w], kRound);
+    for (int w = 0; w < 4; ++w) {
+      const __nv_bfloat162 hw = __floats2bfloat162_rn(v[2 * w], v[2 * w + 1]);
+      h[w] = *reinterpret_cast<const uint32_t*>(&hw);
+      r[2 * w] = v[2 * w] - mma::bf16_low_half(h[w]);
+      r[2 * w + 1] = v[2 * w + 1] - mma::bf16_high_half(h[w]);
+      const __nv_bfloat162 lw = __floats2bfloat162_rn(r[2 * w], r[2 * w + 1]);
+      l[w] = *reinterpret_cast<const uint32_t*>(&lw);
+    }
+    probe += ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+  } else {
+#pragma unroll
+    for (int i = 0; i < kUnitValues; ++i) probe = fmaf(v[i], 0.f, probe);
+    // The conversion is long enough that a repeated unit skips it.
+    if (!write) return;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) mma::split_bf16x2(v[2 * w], v[2 * w + 1], h[w], l[w], kRound);
+  }
   *hi = make_uint4(h[0], h[1], h[2], h[3]);
   *lo = make_uint4(l[0], l[1], l[2], l[3]);
 }
+// Whether a thread's probe (split_unit) saw a value that sends its tile to the exact store.
+__device__ __forceinline__ bool probe_votes_exact(float probe) { return !(fabsf(probe) < INFINITY); }
 
 // Writes this thread's units as records into the slot's planes (in the MMA's
 // operand format). Returns its TileVotes bits.
@@ -120,7 +143,7 @@ template <class Mode, Round kRound, int kUnits, int kRecords>
 __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
                                                 const typename Mode::Raw (&v)[kUnits][kUnitValues],
                                                 const Plan& plan, int thread) {
-  float probe = 0.f;  // bf16x3: x * 0 + probe is NaN once some x is not finite
+  float probe = 0.f;  // bf16x3: see split_unit
   HalfMagnitudes<Mode> halves;
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
@@ -147,7 +170,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
     }
   }
   if constexpr (std::is_same_v<Mode, mma::Bf16x3>) {
-    return probe != probe ? TileVotes::kExact : 0;
+    return probe_votes_exact(probe) ? TileVotes::kExact : 0;
   } else {
     return halves.vote();
   }
