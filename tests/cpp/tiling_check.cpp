@@ -176,18 +176,21 @@ bool order_ok(TilePlan& plan, long sms) {
   return true;
 }
 
-bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
-  const s2d::Plan plan = s2d::make_plan(n, oh, ow);
-  if (plan.strips == 0 || plan.cells > s2d::kPlaneRecords || plan.wv < (ow + plan.strips - 1) / plan.strips + 2) {
-    std::printf("bad s2d plan for %ld %ld %ld: strips %ld cells %ld\n", n, h, w, long(plan.strips),
-                long(plan.cells));
+// records, from_tile: the Hopper kernel's planes and row-start windows, or a portable fit's
+// planes and windows from each tile's first pixel.
+bool s2d_plan_ok(long n, long h, long w, long oh, long ow, long records, bool from_tile) {
+  const s2d::Plan plan = s2d::make_plan(n, oh, ow, records, from_tile);
+  if (plan.strips == 0 || plan.cells > records || plan.wv < (ow + plan.strips - 1) / plan.strips + 2) {
+    std::printf("bad s2d plan for %ld %ld %ld (%ld-cell planes): strips %ld cells %ld\n", n, h, w, records,
+                long(plan.strips), long(plan.cells));
     return false;
   }
   std::vector<unsigned char> seen(size_t(n) * oh * ow, 0);
   for (long t = 0; t < plan.tiles; ++t) {
     const s2d::Tile tile = s2d::decode_tile(plan, t);
-    if (tile.base < 0 || tile.base >= plan.wv) {
-      std::printf("s2d tile %ld of %ld %ld %ld: base %ld\n", t, n, h, w, long(tile.base));
+    const long column = from_tile ? tile.skip : tile.base;
+    if (column < 0 || column >= plan.wv || (from_tile ? tile.base : tile.skip) != 0) {
+      std::printf("s2d tile %ld of %ld %ld %ld: base %ld skip %ld\n", t, n, h, w, long(tile.base), long(tile.skip));
       return false;
     }
     for (long local = 0; local < kTilePixels; ++local) {
@@ -195,9 +198,9 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow) {
       if (oy >= oh || x >= tile.width) continue;  // a virtual column or a row past the image
       for (long dy = 0; dy < s2d::kTaps1D; ++dy) {
         for (long dx = 0; dx < s2d::kTaps1D; ++dx) {
-          const long cell = tile.base + local + dy * plan.wv + dx;
-          if (cell >= plan.cells || cell / plan.wv != oy - tile.oy0 + dy ||
-              cell % plan.wv != x + dx) {
+          // The window's cell, and where it lies from the window's first row's first cell.
+          const long cell = tile.base + local + dy * plan.wv + dx, at = cell + tile.skip;
+          if (cell >= plan.cells || at / plan.wv != oy - tile.oy0 + dy || at % plan.wv != x + dx) {
             std::printf("s2d tile %ld of %ld %ld %ld: pixel (%ld, %ld) tap (%ld, %ld) reads cell %ld\n",
                         t, n, h, w, oy, x, dy, dx, cell);
             return false;
@@ -279,7 +282,11 @@ int main() {
         return 1;
       }
     }
-    if (!s2d_plan_ok(n, h, w, oh, ow)) return 1;
+    // The Hopper kernel's planes; the portable kernel's (s2d_mma_sync.cu: Thirds, Whole and Halves).
+    if (!s2d_plan_ok(n, h, w, oh, ow, s2d::kPlaneRecords, false) || !s2d_plan_ok(n, h, w, oh, ow, 352, true) ||
+        !s2d_plan_ok(n, h, w, oh, ow, 384, true)) {
+      return 1;
+    }
   }
   std::printf("ok\n");
   return 0;

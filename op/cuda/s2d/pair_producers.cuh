@@ -52,7 +52,7 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
   const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
 #pragma unroll
   for (int k = kFrom; k < kTo; ++k) {
-    const ThreadUnit unit = thread_unit(plan, thread, k);
+    const ThreadUnit unit = thread_unit(plan, thread, k, int(tile.skip));
     const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
     const Raw* row = image + int64_t(iy) * p.in_stride[2] + ix;
 #pragma unroll

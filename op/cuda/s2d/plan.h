@@ -44,6 +44,11 @@ struct Plan {
   int64_t strips = 0;           // 0: no strip width fits (not plannable)
   int64_t wv = 0;               // virtual width: the widest strip + 2
   int64_t cells = 0;            // cells staged per window (each of a plane's first `cells`)
+  // Where a window starts: at the first cell of its tile's first row (the Hopper kernel, whose
+  // copy engine stages whole rows), or at its tile's first pixel's own cell (`from_tile`: the
+  // portable kernel, whose producers load unit by unit; a window is then wv - 1 cells shorter,
+  // so 224 and 256 take one strip of 352- or 384-cell planes, not two).
+  bool from_tile = false;
   int64_t tiles_per_strip = 0, tiles = 0;
   int64_t box_cols = 0, box_rows = 0;  // TMA staging: every window's box; 0: none
   bool box_in_units = false;           // copied through the map of 16-byte units
@@ -58,31 +63,39 @@ struct Tile {
   int64_t x0 = 0, width = 0;    // the strip's output columns
   int64_t v0 = 0;               // first virtual pixel (strip-local, row-major over wv)
   int64_t oy0 = 0;              // its row: the window's first cell row
-  int64_t base = 0;             // v0 - oy0 * wv: the first pixel's cell in the window
+  // v0 - oy0 * wv is the first pixel's column in row oy0 (of wv): where it lies in the window
+  // (base) or where the window starts in that row (skip), as plan.from_tile says.
+  int64_t base = 0;             // the first pixel's cell in the window
+  int64_t skip = 0;             // the window's first cell's column in row oy0
 };
 
 // Cells a window must hold: a tile's last pixel at tap (2, 2) reads cell
-// base + kTilePixels - 1 + 2 wv + 2, with base < wv.
-ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv) { return 3 * wv + kTilePixels + 1; }
-// Input rows a window spans: its cell rows, 4 each (the copy engine's boxes and spans).
+// base + kTilePixels - 1 + 2 wv + 2, with base < wv (0 from_tile).
+ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv, bool from_tile) {
+  return (from_tile ? 2 * wv + 1 : 3 * wv) + kTilePixels + 1;
+}
+// Input rows a row-start window spans: its cell rows, 4 each (the copy engine's boxes and spans).
 ALEXCONV_HOST_DEVICE inline int64_t window_rows(const Plan& plan) { return kStride * ((plan.cells + plan.wv - 1) / plan.wv); }
 
-// records: the cells a window slot's plane holds (kPlaneRecords, or a portable fit's).
-inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t records = kPlaneRecords) {
+// records: the cells a window slot's plane holds (kPlaneRecords, or a portable fit's);
+// from_tile: where windows start (Plan).
+inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t records = kPlaneRecords,
+                      bool from_tile = false) {
   Plan plan;
   plan.out_h = out_h;
   plan.out_w = out_w;
+  plan.from_tile = from_tile;
   if (out_h <= 0 || out_w <= 0) return plan;
   for (int64_t strips = 1; strips <= out_w; ++strips) {
     const int64_t widest = (out_w + strips - 1) / strips;
-    if (window_cells(widest + 2) <= records) {
+    if (window_cells(widest + 2, from_tile) <= records) {
       plan.strips = strips;
       plan.wv = widest + 2;
       break;
     }
   }
   if (plan.strips == 0) return plan;
-  plan.cells = window_cells(plan.wv);
+  plan.cells = window_cells(plan.wv, from_tile);
   plan.tiles_per_strip = (out_h * plan.wv + kTilePixels - 1) / kTilePixels;
   plan.tiles = batch * plan.strips * plan.tiles_per_strip;
   if (plan.tiles_per_strip > kMaxIndex / kTilePixels || plan.strips * out_w > kMaxIndex ||
@@ -108,7 +121,9 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const Plan& plan, int64_t index) {
   t.width = columns.width;
   t.v0 = int64_t(in_strip) * kTilePixels;
   t.oy0 = plan.by_wv.small(int(t.v0));
-  t.base = t.v0 - t.oy0 * plan.wv;
+  const int64_t column = t.v0 - t.oy0 * plan.wv;
+  t.base = plan.from_tile ? 0 : column;
+  t.skip = plan.from_tile ? column : 0;
   return t;
 }
 

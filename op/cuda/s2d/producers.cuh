@@ -37,15 +37,16 @@ __device__ __forceinline__ int opaque(int v) {
 }
 // Unit k of `thread`: past the window's last unit it repeats that one, so the code
 // stays straight-line and in bounds; such a unit (not `owned`) loads nothing from
-// global memory and writes no record.
+// global memory and writes no record. skip: the tile's (unit_at); a unit's record and
+// ownership do not depend on it.
 struct ThreadUnit {
   Unit at;
   bool owned;
 };
 template <int kRecords = kPlaneRecords>
-__device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k) {
+__device__ __forceinline__ ThreadUnit thread_unit(const Plan& plan, int thread, int k, int skip) {
   const int u = thread + k * kProducerThreads, last = 2 * int(plan.cells) - 1;
-  return {unit_at<kRecords>(plan, min(u, last)), u <= last};
+  return {unit_at<kRecords>(plan, min(u, last), skip), u <= last};
 }
 
 // Issues the loads of this thread's units of the window of (tile, channel); any
@@ -60,7 +61,7 @@ __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const 
   const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const ThreadUnit unit = thread_unit(plan, thread, k);
+    const ThreadUnit unit = thread_unit(plan, thread, k, int(tile.skip));
     // Negative coordinates wrap to huge unsigned values: one compare per bound. A
     // repeated unit loads nothing.
     const int iy = row0 + unit.at.row, ix = col0 + unit.at.col;
@@ -147,7 +148,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
   HalfMagnitudes<Mode> halves;
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    const ThreadUnit unit = thread_unit<kRecords>(plan, thread, k);
+    const ThreadUnit unit = thread_unit<kRecords>(plan, thread, k, 0);
     // Row pair j's plane: bf16x3 hi j, lo 2 + j; 16-bit j.
     const auto record = [&](int plane) {
       return reinterpret_cast<uint4*>(slot + unit.at.record + plane * kRecords * kRecordBytes);
@@ -300,7 +301,7 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
   uint32_t* own_keys = unit_keys + thread;  // unit k at [k * kProducerThreads]
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
-    own_keys[k * kProducerThreads] = copies.unit_key(thread_unit(plan, thread, k).at);
+    own_keys[k * kProducerThreads] = copies.unit_key(thread_unit(plan, thread, k, 0).at);  // row-start windows
   }
   const int last_unit = 2 * int(plan.cells) - 1;
   ExactTiles exact;

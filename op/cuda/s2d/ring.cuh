@@ -41,8 +41,9 @@ inline int units_per_thread(const Plan& plan) {
 }
 
 // Load unit u of a window (row pair j = u / cells, cell u % cells): its first input
-// row and column from the window's first (4y + 2j, 4x), and its (first) record's
-// byte offset in a slot (row pair j starts at plane j).
+// row and column from the window's first row's first cell (4y + 2j, 4x, where the window's
+// cell u % cells lies skip cells into that row: Tile::skip), and its (first) record's byte
+// offset in a slot (row pair j starts at plane j).
 struct Unit {
   int row, col, record;
 };
@@ -56,8 +57,8 @@ __device__ __forceinline__ int record_at(const Plan& plan, int u) {
   return u * kRecordBytes + (u >= cells ? pair_shift : 0);
 }
 template <int kRecords = kPlaneRecords>
-__device__ __forceinline__ Unit unit_at(const Plan& plan, int u) {
-  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells;
+__device__ __forceinline__ Unit unit_at(const Plan& plan, int u, int skip) {
+  const int cells = int(plan.cells), j = u >= cells, cell = u - j * cells + skip;
   const int y = plan.by_wv.small(cell), x = cell - y * int(plan.wv);
   return {int(kStride) * y + 2 * j, int(kStride) * x, record_at<kRecords>(plan, u)};
 }

@@ -8,8 +8,8 @@
 // float32; A100's 163 KB and Hopper's 227 KB) or for one of two groups of 48 (Halves: 98,304 /
 // 79,104 bytes, every sm_80+ GPU's 99 KB; the groups of a tile run side by side and stage the
 // same windows, the second reading them from L2). Beside B, three window slots of 12 KB (planes
-// of 384 cells: 224 and 227 in one strip): the producers stage up to two stages ahead of the
-// consumers. In Halves a tile needs six consumer warps of two m-tiles each (a B fragment serves
+// of 384 cells; a window starts at its tile's first pixel, Plan::from_tile, so 224 to 256 take
+// one strip): the producers stage up to two stages ahead of the consumers. In Halves a tile needs six consumer warps of two m-tiles each (a B fragment serves
 // both), so the twelve form two teams that take tiles in turn, one team's epilogue beside the
 // other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs
 // (16-bit ones three stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by
@@ -76,12 +76,12 @@ struct Fit {
   static constexpr int kNTiles = kChannels / 8;
   static_assert(kChannels * kGroups == kOutChannels && kNTiles % 2 == 0, "n-tiles in pairs per group");
 };
-// Halves: three slots of 384-cell planes (224 and 227 in one strip; wider images take more
+// Halves: three slots of 384-cell planes (224 to 256 in one strip; wider images take more
 // strips), so the producers stage a window while the consumers still read the one before it.
 using Whole = Fit<1, 3, 1, 384>;
 using Halves = Fit<2, 3, 2, 384>;
 // bf16x3's hi and lo planes and blocks double the slots and B: in 99 KB three groups of 32
-// channels beside two slots of 352-cell planes (224 and 227 in two strips), and warps of three
+// channels beside two slots of 352-cell planes (224 to 256 in one strip), and warps of three
 // m-tiles: three teams of four, one warp per SM sub-partition multiplying (teams of six left two
 // sub-partitions one warp each, the others two: 0.655 ms against 0.609, perf-notes).
 using Thirds = Fit<3, 2, 3, 352>;
@@ -220,7 +220,7 @@ FitChoice fit_on(const DeviceInfo& device) {
 // The fit's plan (its plane size) and load units per thread.
 template <class Mode, DType T, class F>
 cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const Plan plan = make_plan(p.batch, p.out_h, p.out_w, F::kRecords);
+  const Plan plan = make_plan(p.batch, p.out_h, p.out_w, F::kRecords, /*from_tile=*/true);
   if (plan.strips == 0) return cudaErrorInvalidValue;
   if (plan.tiles == 0) return cudaSuccess;
   const int units = units_per_thread(plan);
@@ -269,7 +269,7 @@ S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
   if (!s2d::kBuilt || device.major < 8) return facts;
   const s2d::FitChoice fit = s2d::fit_for(p, device);
   if (fit.groups == 0) return facts;
-  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, fit.records);
+  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, fit.records, /*from_tile=*/true);
   if (plan.strips == 0) return facts;
   facts.groups = fit.groups;
   facts.tiles = plan.tiles;
