@@ -62,7 +62,7 @@ __device__ __forceinline__ float bf16_toward_zero(float x) {
                   : __uint_as_float(__float_as_uint(x) & 0xffff0000u);
 }
 
-// The high parts of a bf16x2 word as floats (element 0 in the low half).
+// The two values of a bf16x2 word as floats (element 0 in the low half).
 __device__ __forceinline__ float bf16_low_half(uint32_t word) { return __uint_as_float(word << 16); }
 __device__ __forceinline__ float bf16_high_half(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
 
