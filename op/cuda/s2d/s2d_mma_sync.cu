@@ -9,12 +9,13 @@
 // 79,104 bytes, every sm_80+ GPU's 99 KB; the groups of a tile run side by side and stage the
 // same windows, the second reading them from L2). Beside B, three window slots of 12 KB (planes
 // of 384 cells; a window starts at its tile's first pixel, Plan::from_tile, so 224 to 256 take
-// one strip): the producers stage up to two stages ahead of the consumers. In Halves a tile needs six consumer warps of two m-tiles each (a B fragment serves
-// both), so the twelve form two teams that take tiles in turn, one team's epilogue beside the
-// other's MMAs (mma_sync_consumers.cuh); where rows allow the producers load column pairs
-// (16-bit ones three stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by
-// shared-memory wavefronts and load latency; in bf16x3 by the two-slot ring between one multiplying
-// team and the producers (perf-notes).
+// one strip): the producers stage up to two stages ahead of the consumers. In Halves a tile
+// needs six consumer warps of two m-tiles each (a B fragment serves both), so the twelve form
+// two teams that take tiles in turn, one team's epilogue beside the other's MMAs
+// (mma_sync_consumers.cuh); where rows allow the producers load column pairs (16-bit ones three
+// stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by shared-memory wavefronts
+// and load latency; in bf16x3 by the two-slot ring between one multiplying team and the
+// producers (perf-notes).
 //
 // Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
 // range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers), and
@@ -217,10 +218,16 @@ FitChoice fit_on(const DeviceInfo& device) {
   return {};
 }
 
+// The plan of a fit with planes of `records` cells: windows from each tile's first pixel (the
+// launch and s2d_mma_sync_facts, which the dispatcher reads, plan alike).
+Plan plan_for(const Problem& p, int records) {
+  return make_plan(p.batch, p.out_h, p.out_w, records, /*from_tile=*/true);
+}
+
 // The fit's plan (its plane size) and load units per thread.
 template <class Mode, DType T, class F>
 cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const Plan plan = make_plan(p.batch, p.out_h, p.out_w, F::kRecords, /*from_tile=*/true);
+  const Plan plan = plan_for(p, F::kRecords);
   if (plan.strips == 0) return cudaErrorInvalidValue;
   if (plan.tiles == 0) return cudaSuccess;
   const int units = units_per_thread(plan);
@@ -269,7 +276,7 @@ S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
   if (!s2d::kBuilt || device.major < 8) return facts;
   const s2d::FitChoice fit = s2d::fit_for(p, device);
   if (fit.groups == 0) return facts;
-  const s2d::Plan plan = s2d::make_plan(p.batch, p.out_h, p.out_w, fit.records, /*from_tile=*/true);
+  const s2d::Plan plan = s2d::plan_for(p, fit.records);
   if (plan.strips == 0) return facts;
   facts.groups = fit.groups;
   facts.tiles = plan.tiles;
