@@ -423,20 +423,15 @@ def test_nonfinite_inputs_with_nonfinite_weights_over_padding(device, dtype, all
     assert_special_values_like_conv2d(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, limit)
 
 
-# Known gap (docs/perf-notes.md): the kernels that multiply TF32 words (mma::Tf32) round with
-# cvt.rna, which takes a finite float32 from 0x1.ffep127 up to Inf. Seen failing on an H100
-# (wgmma); strict: the day a fix lands, the xfail turns into a failure to remove it.
-TF32_WORD_KERNELS = {"wgmma", "mma_sync", "mma_sync_n24"}
-
-
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("allow_tf32", [False, True], ids=["ieee", "tf32"])
-def test_finite_inputs_at_the_top_of_float32s_range(device, allow_tf32, generator, request):
+def test_finite_inputs_at_the_top_of_float32s_range(device, allow_tf32, generator):
     """Finite inputs past bf16's largest finite value (0x1.fep127) give the finite outputs
     F.conv2d gives: from 0x1.ff0p127 on they round to Inf in bf16, which the fp32-accurate CUDA
     split must not multiply (mma::split_bf16x2 clamps its high part, the space-to-depth
-    producers send such a tile to the exact store). One such value per window region, the
-    weights' ~0.05 keep every output finite."""
+    producers send such a tile to the exact store); from 0x1.ffep127 on cvt.rna rounds them to
+    Inf in TF32, which mma::to_tf32 keeps at TF32's largest finite value. One such value per
+    window region, the weights' ~0.05 keep every output finite."""
     x = make_input(2, 45, 38, dtype=torch.float32, device=device, generator=generator)
     w, b = make_weight(torch.float32, device, generator=generator)
     top = torch.finfo(torch.float32).max
@@ -446,12 +441,7 @@ def test_finite_inputs_at_the_top_of_float32s_range(device, allow_tf32, generato
         x[n, c, y, xx] = v
     ref = reference(x, w, b)
     assert ref.isfinite().all() and ref.abs().max() > 1e36
-    out = conv1(x, w, b, allow_tf32=allow_tf32)
-    # A TF32 call the dispatcher runs float32-accurate (few pixels per SM) gives the accurate bits.
-    if (allow_tf32 and device == "cuda" and not torch.equal(out, conv1(x, w, b))
-            and alexconv.conv1_kernel(x, w, b, allow_tf32=True) in TF32_WORD_KERNELS):
-        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: TF32_WORD_KERNELS"))
-    assert_matches_reference(out, x, w, b, allow_tf32=allow_tf32)
+    assert_matches_reference(conv1(x, w, b, allow_tf32=allow_tf32), x, w, b, allow_tf32=allow_tf32)
 
 
 @requires_cuda

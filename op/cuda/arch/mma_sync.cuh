@@ -33,10 +33,14 @@ __device__ __forceinline__ void tf32_1688(float (&d)[4], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// cvt.rna rounds a finite |x| from 0x1.ffep127 (bits 0x7f7ff000) up to Inf, where F.conv2d's
+// float32 product stays finite: keep TF32's largest finite value (0x7f7fe000) there instead.
+// Inf and NaN (magnitudes from 0x7f800000) fall outside the window and pass unchanged.
 __device__ __forceinline__ uint32_t to_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
+  const uint32_t magnitude = __float_as_uint(x) & 0x7fffffffu;
+  return magnitude - 0x7f7ff000u < 0x1000u ? r - 0x2000u : r;
 }
 
 // Four 8x8 matrices of 16-bit values: lanes 8i..8i+7 give the 16-byte rows of matrix i, and
