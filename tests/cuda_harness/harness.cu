@@ -6,12 +6,14 @@
 // of the 11.8-compiled kernels runs on any driver that takes CUDA 11.8.
 //
 //   alexconv_cuda_harness               every case on device 0; "N passed, M failed" last
-//   alexconv_cuda_harness --filter S    only the cases whose line contains S
+//   alexconv_cuda_harness --filter S    only the cases whose line contains S (every term of
+//                                       "S1+S2": both)
 //   alexconv_cuda_harness --list 9.0:232448:132   the cases a GPU of that class gets (no GPU)
 //   alexconv_cuda_harness --self-test   CPU only: the reference and the judge, checked
-//   alexconv_cuda_harness --time [--time-channels C] [--time-relu] [--filter S]   median kernel
-//                                       time per path at batch 256, 224x224, NCHW (C output
-//                                       channels, default 96; relu fused or not)
+//   alexconv_cuda_harness --time [--time-channels C] [--time-relu] [--time-batch N]
+//                                [--time-layout nchw|nhwc] [--filter S]   median kernel time per
+//                                       path at 224x224 (default batch 256, NCHW input and output,
+//                                       C output channels, default 96; relu fused or not)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -138,7 +140,17 @@ void run_case(const Launch& L, const Problem& p, Mode mode, const Layout& out_la
 }
 
 
-// The cases of group g whose label holds `filter`, in the modes stored as `storage` (float32 also
+// Whether a case's label holds every '+'-separated term of `filter` ("s2d_mma_sync+as-8.6").
+bool matches(const std::string& label, const std::string& filter) {
+  for (size_t from = 0;;) {
+    const size_t plus = filter.find('+', from);
+    if (label.find(filter.substr(from, plus - from)) == std::string::npos) return false;
+    if (plus == std::string::npos) return true;
+    from = plus + 1;
+  }
+}
+
+// The cases of group g whose label matches `filter`, in the modes stored as `storage` (float32 also
 // runs allow_tf32 on the same data), as the library would launch them.
 std::vector<std::pair<Mode, Launch>> cases_of(const Group& g, Mode storage, const std::vector<DeviceClass>& classes,
                                               const std::string& filter) {
@@ -146,7 +158,7 @@ std::vector<std::pair<Mode, Launch>> cases_of(const Group& g, Mode storage, cons
   for (Mode m : kModes) {
     if (storage_of(m) != storage) continue;
     for (const Launch& L : plan_launches(planning_problem(g, m), m, classes)) {
-      if (case_label(L, classes, m, describe(g)).find(filter) != std::string::npos) todo.push_back({m, L});
+      if (matches(case_label(L, classes, m, describe(g)), filter)) todo.push_back({m, L});
     }
   }
   return todo;
@@ -250,7 +262,7 @@ int run_all(const std::string& filter, uint64_t seed) {
     const Problem p = make_problem(kEmpty, m, el, operands, operands, operands + 96 * 363 * 4, sentinel);
     for (const Launch& L : plan_launches(p, m, classes)) {
       const std::string label = case_label(L, classes, m, describe(kEmpty));
-      if (label.find(filter) == std::string::npos) continue;
+      if (!matches(label, filter)) continue;
       std::vector<unsigned char> host;
       std::string why = run_once(L, p, classes, s, sentinel, kGuard, host, label, lost);
       if (why.empty() && host != std::vector<unsigned char>(kGuard, 0xFF)) why = "batch 0 wrote to the output";
@@ -270,12 +282,14 @@ int run_all(const std::string& filter, uint64_t seed) {
   return tally.failed == 0 && tally.passed > 0 ? 0 : 1;
 }
 
-// ---- --time: every launch path's kernel time at the benchmark's shape (batch 256, 224x224, NCHW,
-// bias, relu as asked), so that a kernel change can be timed from a binary built on the CPU machine
-// without the torch extension. No correctness check here: the default mode does that.
-int time_paths(const std::string& filter, uint64_t seed, int64_t channels, bool relu) {
+// ---- --time: every launch path's kernel time at the benchmark's shape (224x224, bias; batch,
+// layout, channels and relu as asked), so that a kernel change can be timed from a binary built on
+// the CPU machine without the torch extension (and two toolkits' builds side by side:
+// scripts/compare_toolkits.py). No correctness check here: the default mode does that.
+int time_paths(const std::string& filter, uint64_t seed, int64_t batch, const char* layout, int64_t channels,
+               bool relu) {
   const std::vector<DeviceClass> classes = open_device(seed);
-  const Group g{256, 224, 224, "nchw", "nchw", "nchw", 1, channels, relu};
+  const Group g{batch, 224, 224, layout, layout, "nchw", 1, channels, relu};
   const Layouts l = layouts_of(g);
   // Each timed launch follows a memset of several times the L2 (50 MB on an H100): the kernel
   // starts cold, as a network layer does after the one before. No waits between launches: the
@@ -374,8 +388,9 @@ int main(int argc, char** argv) {
   std::string filter, list;
   uint64_t seed = 20240501;
   bool timing = false;
-  int64_t channels = 96;
+  int64_t channels = 96, batch = 256;
   bool relu = false;
+  std::string layout = "nchw";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--self-test") return self_test();
@@ -391,9 +406,14 @@ int main(int argc, char** argv) {
       channels = std::strtoll(argv[++i], nullptr, 10);
     } else if (a == "--time-relu") {
       relu = true;
+    } else if (a == "--time-batch" && i + 1 < argc) {
+      batch = std::strtoll(argv[++i], nullptr, 10);
+    } else if (a == "--time-layout" && i + 1 < argc) {
+      layout = argv[++i];
     } else {
       std::printf("usage: %s [--self-test] [--list major.minor:smem:sms] [--filter TEXT] [--seed N]"
-                  " [--time [--time-channels C] [--time-relu]]\n", argv[0]);
+                  " [--time [--time-channels C] [--time-relu] [--time-batch N] [--time-layout nchw|nhwc]]\n",
+                  argv[0]);
       return 2;
     }
   }
@@ -403,6 +423,10 @@ int main(int argc, char** argv) {
     std::printf("--time-channels wants a multiple of 8 from 8 to 96\n");
     return 2;
   }
-  if (timing) return time_paths(filter, seed, channels, relu);
+  if (batch < 1 || (layout != "nchw" && layout != "nhwc")) {
+    std::printf("--time-batch wants a batch of at least 1, --time-layout nchw or nhwc\n");
+    return 2;
+  }
+  if (timing) return time_paths(filter, seed, batch, layout.c_str(), channels, relu);
   return run_all(filter, seed);
 }
