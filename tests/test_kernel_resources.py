@@ -41,3 +41,17 @@ def test_no_spill_passes_and_a_known_one_is_allowed(tmp_path):
     assert check.main(str(log)) == 0
     log.write_text(report(f"_Z{known}", "sm_90a", limit + 4, callee_after=False))
     assert check.main(str(log)) == 1
+
+
+def test_each_toolkit_is_judged_by_its_own_list(tmp_path):
+    # CUDA 11.8's ptxas is judged by KNOWN_SPILLS_CUDA11 (scripts/check_legacy.sh cuda118), CUDA 12+'s
+    # by KNOWN_SPILLS: a spill one list allows fails under the other unless that one lists it too.
+    log = tmp_path / "ptxas.log"
+    frag, target = next(iter(check.KNOWN_SPILLS))
+    target = "sm_90a" if target == "*" else target
+    limit = check.allowed_spill(frag, target)
+    log.write_text(report(f"_Z{frag}", target, limit, callee_after=False))
+    assert check.main(str(log)) == 0
+    assert check.main(str(log), cuda=11) == (0 if check.allowed_spill(frag, target, check.KNOWN_SPILLS_CUDA11) >= limit else 1)
+    log.write_text(report("_Z13conv1_s2d_kernelv", "sm_90", 4, callee_after=False))
+    assert check.main(str(log), cuda=11) == 1

@@ -285,7 +285,6 @@ int self_test() {
       }
       return std::string("-");
     };
-#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
     expect(portable(Mode::kFloat16, 0) == "Whole" && portable(Mode::kTf32, 1) == "Whole",
            "s2d_mma_sync on H100 and as-8.0: " + portable(Mode::kFloat16, 0) + " " + portable(Mode::kTf32, 1));
     expect(portable(Mode::kBFloat16, 2) == "Halves" && portable(Mode::kTf32, 2) == "Halves",
@@ -294,9 +293,6 @@ int self_test() {
                portable(Mode::kFloat32, 2) == "Thirds",
            "s2d_mma_sync bf16x3: " + portable(Mode::kFloat32, 0) + " " + portable(Mode::kFloat32, 1) + " " +
                portable(Mode::kFloat32, 2));
-#else  // nvcc 11 builds no s2d_mma_sync kernel (s2d/s2d_mma_sync.cu, ALEXCONV_S2D_MMA_SYNC_BUILT)
-    expect(portable(Mode::kFloat16, 0) == "-" && portable(Mode::kTf32, 2) == "-", "no s2d_mma_sync under nvcc 11");
-#endif
     // The kernels see the group's channels (weight rows, Problem::out_channels) and relu; 8
     // channels_last channels (a 16-bit pixel: one 16-byte unit) still take the pixel-major store.
     const Group g8{2, 35, 43, "nchw", "nhwc", "nhwc", 1, 8, true};

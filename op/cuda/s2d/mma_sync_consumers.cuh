@@ -42,6 +42,16 @@ __device__ __forceinline__ void mma_16816(float (&acc)[4], const uint32_t (&a)[4
 template <class Mode, int kNT>
 constexpr uint32_t kTapBytesOf = uint32_t(Mode::kWgBlocks) * kTapBlockBytes<kNT>;
 
+// bf16x3's three products into an accumulator depend on each other. CUDA 12+'s ptxas interleaves
+// the accumulators' chains; CUDA 11.8's left 215 NOPs between them in a stage's loop (0.90 ms
+// against 0.60 as sm_86, perf-notes, "CUDA 11.8"), so there the source issues each product term
+// for every accumulator before the next term (the same order of terms per accumulator).
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ < 12
+constexpr bool kTermsOuter = true;
+#else
+constexpr bool kTermsOuter = false;
+#endif
+
 // acc += a stage's 9 taps. a_lane: this lane's A row of the first m-tile at tap (0, 0) (lanes
 // 0-15 pixels 0-15 of plane 0, lanes 16-31 of plane 1: the m16n8k16 A fragment's four 8x8
 // matrices; m-tile mt 16 mt records on); b_lane: this lane's row of the channel's first tap
@@ -74,14 +84,29 @@ __device__ __forceinline__ void multiply_stage(float (&acc)[kMT][kNT][4], uint32
         if constexpr (kSplit) {
           uint32_t b_lo[4];
           mma::ldmatrix_x4(b_lo, b_tap + kTapBlockBytes<kNT> + pair * kPairBytes);
+          if constexpr (kTermsOuter) {
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
+            for (int term = 0; term < 3; ++term) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              float(&c)[4] = acc[mt][2 * pair + h];
-              mma::bf16_16816(c, a_lo[mt], b[2 * h], b[2 * h + 1]);
-              mma::bf16_16816(c, a[mt], b_lo[2 * h], b_lo[2 * h + 1]);
-              mma::bf16_16816(c, a[mt], b[2 * h], b[2 * h + 1]);
+              for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const uint32_t(&a_term)[4] = term == 0 ? a_lo[mt] : a[mt];
+                  const uint32_t* b_term = term == 1 ? b_lo : b;
+                  mma::bf16_16816(acc[mt][2 * pair + h], a_term, b_term[2 * h], b_term[2 * h + 1]);
+                }
+              }
+            }
+          } else {
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                float(&c)[4] = acc[mt][2 * pair + h];
+                mma::bf16_16816(c, a_lo[mt], b[2 * h], b[2 * h + 1]);
+                mma::bf16_16816(c, a[mt], b_lo[2 * h], b_lo[2 * h + 1]);
+                mma::bf16_16816(c, a[mt], b[2 * h], b[2 * h + 1]);
+              }
             }
           }
         } else {

@@ -227,7 +227,17 @@ struct ExactTiles {
                          const Plan& plan, int64_t tile_index, int thread) {
     barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
     if (TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[parity]))) {
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ < 12
+      // CUDA 11's front end gives a __grid_constant__ parameter whose address reaches a call a
+      // generic address, and the kernel then reads it with generic loads in every stage (and
+      // its ptxas crashed on such kernels with line info); copies made for the call keep the
+      // parameters in the constant bank, as CUDA 12+ keeps them (perf-notes, "CUDA 11.8").
+      const Problem problem = p;
+      const Plan tile_plan = plan;
+      store_exact_tile<T, kChannels>(problem, tile_plan, tile_index, thread);
+#else
       store_exact_tile<T, kChannels>(p, plan, tile_index, thread);
+#endif
     }
     seen = 0;
     parity ^= 1;

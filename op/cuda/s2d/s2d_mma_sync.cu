@@ -27,14 +27,6 @@
 // layout and the launch.
 #include "../kernel_api.h"
 
-// Built by nvcc 12 and newer only: CUDA 11.8's ptxas spills 8-348 bytes in most of these kernels
-// (scripts/check_legacy.sh's resource check), so such builds keep the register gather for every call.
-#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12
-#define ALEXCONV_S2D_MMA_SYNC_BUILT 1
-#else
-#define ALEXCONV_S2D_MMA_SYNC_BUILT 0
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -265,15 +257,12 @@ FitChoice fit_for(const Problem& p, const DeviceInfo& device) {
   return {};
 }
 
-// See ALEXCONV_S2D_MMA_SYNC_BUILT.
-constexpr bool kBuilt = ALEXCONV_S2D_MMA_SYNC_BUILT;
-
 }  // namespace
 }  // namespace s2d
 
 S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
   S2dMmaSyncFacts facts;
-  if (!s2d::kBuilt || device.major < 8) return facts;
+  if (device.major < 8) return facts;
   const s2d::FitChoice fit = s2d::fit_for(p, device);
   if (fit.groups == 0) return facts;
   const s2d::Plan plan = s2d::plan_for(p, fit.records);
@@ -285,7 +274,6 @@ S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
 }
 
 cudaError_t launch_conv1_s2d_mma_sync(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-#if ALEXCONV_S2D_MMA_SYNC_BUILT  // else no kernel is instantiated, and s2d_mma_sync_facts says 0 groups
   switch (p.dtype) {
     case DType::kFloat32:
       return p.allow_tf32 ? s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream)
@@ -293,9 +281,6 @@ cudaError_t launch_conv1_s2d_mma_sync(const Problem& p, const DeviceInfo& device
     case DType::kFloat16: return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
     case DType::kBFloat16: return s2d::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
   }
-#else
-  (void)p, (void)device, (void)stream;
-#endif
   return cudaErrorInvalidValue;
 }
 
