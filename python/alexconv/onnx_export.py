@@ -125,7 +125,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 
 def _after_import(name: str, then) -> None:
-    if name in sys.modules:
+    if sys.modules.get(name) is not None:  # (None there blocks the import)
         then()
     else:
         sys.meta_path.insert(0, _AfterImport(name, then))
