@@ -17,7 +17,10 @@ from .convert import ConversionReport, convert  # noqa: E402
 from .models import Model, ModelNew, get_init_inputs, get_inputs  # noqa: E402
 from .modules import AlexConv2d  # noqa: E402
 from .ops import conv1, conv1_kernel  # noqa: E402
+from .onnx_export import onnx_translation_table, register as _register_onnx  # noqa: E402
+
+_register_onnx()  # torch.onnx.export writes the op as ONNX Conv (+ Relu): docs/deployment.md
 
 __all__ = ["conv1", "conv1_kernel", "AlexConv2d", "convert", "ConversionReport", "Model", "ModelNew",
-           "get_inputs", "get_init_inputs", "library_path", "cmake_prefix_path"]
+           "get_inputs", "get_init_inputs", "library_path", "cmake_prefix_path", "onnx_translation_table"]
 __version__ = "0.1.0"
