@@ -4,7 +4,7 @@
 # flags; scripts/ab_time.py then times the variants in alternating processes, so that all
 # of them see the same device, clock and power state, and keeps each case's best median.
 #
-#   VARIANTS="base noepi:-DALEXCONV_MEASURE_EPILOGUE=2@benchmarks/sensitivity/measure_epilogue.patch" \
+#   VARIANTS="base noepi:-DALEXCONV_MEASURE_EPILOGUE=2@measure_epilogue.patch" \
 #   CASES="fp32:224:256 fp16:224:256" ROUNDS=2 bash scripts/ab_builds.sh
 #
 # A variant is name[:extra CUDA flags][@patch[+patch...] applied with -p1]; commas in the
