@@ -140,24 +140,6 @@ Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
   return device.aten_available ? Kernel::kAten : Kernel::kDirect;
 }
 
-// The GPU classes ALEXCONV_EMULATE_DEVICE knows by compute capability alone: the
-// shared memory a block can opt into on each (CUDA programming guide, compute
-// capabilities table).
-struct GpuClass {
-  int major, minor;
-  size_t smem_per_block_optin;
-};
-constexpr GpuClass kGpuClasses[] = {
-    {7, 5, 65536},   // T4, RTX 20xx
-    {8, 0, 166912},  // A100, A800, A30
-    {8, 6, 101376},  // RTX 30xx, A10, A10G, A40, RTX A6000
-    {8, 7, 166912},  // Jetson Orin
-    {8, 9, 101376},  // RTX 40xx, L4, L40, L40S
-    {9, 0, 232448},  // H100, H200
-    {10, 0, 232448}, // B200
-    {12, 0, 101376}, // RTX 50xx
-};
-
 // "M.m" or "M.m:bytes" -> the GPU class to plan as.
 GpuClass emulated_class(const std::string& v) {
   int major = -1, minor = -1;
@@ -170,29 +152,15 @@ GpuClass emulated_class(const std::string& v) {
               "shared memory a block can opt into in bytes (8.6:101376), got '", v, "'");
   for (const GpuClass& c : kGpuClasses) {
     if (c.major == major && c.minor == minor) {
-      return {major, minor, with_bytes ? size_t(bytes) : c.smem_per_block_optin};
+      return {major, minor, with_bytes ? size_t(bytes) : c.smem_per_block_optin, c.examples};
     }
   }
   TORCH_CHECK(with_bytes, "ALEXCONV_EMULATE_DEVICE=", v, ": compute capability ", major, ".", minor,
               " has no known shared-memory size; give it as ", major, ".", minor, ":BYTES");
-  return {major, minor, size_t(bytes)};
+  return {major, minor, size_t(bytes), ""};
 }
 
 }  // namespace
-
-const char* kernel_name(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::kDirect: return "direct";
-    case Kernel::kMmaSync: return "mma_sync";
-    case Kernel::kMmaSyncN48: return "mma_sync_n48";
-    case Kernel::kMmaSyncN24: return "mma_sync_n24";
-    case Kernel::kWgmma: return "wgmma";
-    case Kernel::kS2d: return "s2d";
-    case Kernel::kS2dMmaSync: return "s2d_mma_sync";
-    case Kernel::kAten: return "aten";
-  }
-  return "?";
-}
 
 DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
   DeviceInfo device;

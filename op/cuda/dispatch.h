@@ -4,21 +4,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "catalog.h"  // Kernel, kernel_name, the GPU classes
 #include "kernel_api.h"
 
 namespace alexconv {
 namespace cuda {
-
-// The paths a call can take. kWgmma and kMmaSync* are the register-gather implicit GEMM's
-// engines (igemm/): wgmma (Hopper), and mma.sync with every CTA holding all 96 output
-// channels (kMmaSync) or splitting them over 2 or 4 CTAs (kMmaSyncN48, kMmaSyncN24: the
-// portable kernels of GPUs with 99 KB of shared memory per block, and A100's float32).
-// kS2d is the space-to-depth implicit GEMM (s2d/: wgmma, Hopper), kS2dMmaSync its portable
-// mma.sync kernel (sm_80+; 16-bit and allow_tf32), kDirect the plain kernel (direct/),
-// kAten ATen's own convolution (cuDNN, as nn.Conv2d) under the op's numerical contract, for GPUs and
-// sizes none of our kernels can run.
-enum class Kernel { kDirect, kMmaSync, kMmaSyncN48, kMmaSyncN24, kWgmma, kS2d, kS2dMmaSync, kAten };
-const char* kernel_name(Kernel kernel);
 
 // The properties of the device the call runs on, as the kernels plan with them. Where
 // ALEXCONV_EMULATE_DEVICE names another GPU class ("8.6", or "8.6:101376" with its

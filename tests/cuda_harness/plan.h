@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/catalog.h"
 #include "cuda/kernel_api.h"
 #include "reference.h"
 
@@ -63,7 +64,7 @@ struct DeviceClass {
 // this device has at least their shared memory (dispatch.cpp device_info refuses more).
 inline std::vector<DeviceClass> device_classes(const DeviceInfo& native) {
   std::vector<DeviceClass> classes{{"native", native}};
-  const struct { int major, minor; size_t smem; } kEmulated[] = {{8, 0, 166912}, {8, 6, 101376}};
+  const struct { int major, minor; size_t smem; } kEmulated[] = {{8, 0, kSmemA100}, {8, 6, kSmem99KB}};
   for (const auto& e : kEmulated) {
     const std::string name = "as-" + std::to_string(e.major) + "." + std::to_string(e.minor);
     if (e.smem > native.max_smem_per_block_optin) {
@@ -97,19 +98,21 @@ inline const char* fit_name(IgemmFit f) {
 // portable s2d in the fit s2d_mma_sync_facts gives.
 inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std::vector<DeviceClass>& classes) {
   std::vector<Launch> out;
-  if (mode != Mode::kTf32) out.push_back({Family::kDirect, IgemmFit::kNone, false, 0, "direct", "-"});
+  if (mode != Mode::kTf32) out.push_back({Family::kDirect, IgemmFit::kNone, false, 0, kernel_name(Kernel::kDirect), "-"});
   for (int c = 0; c < int(classes.size()); ++c) {
     const DeviceInfo& d = classes[size_t(c)].info;
     for (IgemmFit fit : {IgemmFit::kResident, IgemmFit::kHalfN, IgemmFit::kQuarterN}) {
       if (!igemm_fit_supported(p, d, fit)) continue;
-      if (fit == IgemmFit::kResident && wgmma_available(d)) out.push_back({Family::kIgemm, fit, true, c, "wgmma", fit_name(fit)});
-      const char* name = fit == IgemmFit::kHalfN ? "mma_sync_n48" : fit == IgemmFit::kQuarterN ? "mma_sync_n24" : "mma_sync";
-      out.push_back({Family::kIgemm, fit, false, c, name, fit_name(fit)});
+      if (fit == IgemmFit::kResident && wgmma_available(d)) {
+        out.push_back({Family::kIgemm, fit, true, c, kernel_name(Kernel::kWgmma), fit_name(fit)});
+      }
+      const Kernel k = fit == IgemmFit::kHalfN ? Kernel::kMmaSyncN48 : fit == IgemmFit::kQuarterN ? Kernel::kMmaSyncN24 : Kernel::kMmaSync;
+      out.push_back({Family::kIgemm, fit, false, c, kernel_name(k), fit_name(fit)});
     }
-    if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, "s2d", "-"});
+    if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, kernel_name(Kernel::kS2d), "-"});
     const int groups = s2d_mma_sync_facts(p, d).groups;
     if (groups > 0) {
-      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, "s2d_mma_sync",
+      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, kernel_name(Kernel::kS2dMmaSync),
                      groups == 1 ? "Whole" : groups == 2 ? "Halves" : "Thirds"});
     }
   }

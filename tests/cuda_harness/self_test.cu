@@ -256,7 +256,7 @@ int self_test() {
   // 6. The plan: which fits each class gets (docs/architecture.md's dispatch table).
   {
     DeviceInfo h100;
-    h100.sm_count = 132, h100.major = 9, h100.minor = 0, h100.max_smem_per_block_optin = 232448;
+    h100.sm_count = 132, h100.major = 9, h100.minor = 0, h100.max_smem_per_block_optin = kSmemHopper;
     const std::vector<DeviceClass> classes = device_classes(h100);
     const Group g2{3, 99, 131, "nchw", "nchw", "nchw", 1};
     const auto kernels = [&](Mode m, int cls) {

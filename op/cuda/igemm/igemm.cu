@@ -23,6 +23,7 @@
 // producers.cuh (the producer warps), pixel_map.cuh, a_fragments.cuh,
 // mainloop_sm80.cuh / mainloop_sm90.cuh and consumers.cuh (the consumer warps). This
 // file holds the kernel, the staging choice and the launch.
+#include "../catalog.h"
 #include "../kernel_api.h"
 
 #include <algorithm>
@@ -224,14 +225,13 @@ cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceIn
 // The budgets the fits exist for (the compile check fails where one grows past them): every
 // sm_80+ GPU's 99 KB per block for 16-bit HalfN and float32 QuarterN, A100's 163 KB for
 // float32 HalfN.
-constexpr size_t k99KB = 101376, kA100 = 166912;
-static_assert(SmemLayout<mma::Half<false>, HalfN>::kTotal <= k99KB &&
-                  SmemLayout<mma::Half<true>, HalfN>::kTotal <= k99KB &&
-                  SmemLayout<mma::Tf32AsHalf, HalfN>::kTotal <= k99KB &&
-                  SmemLayout<mma::Bf16x3, QuarterN>::kTotal <= k99KB &&
-                  SmemLayout<mma::Tf32, QuarterN>::kTotal <= k99KB,
+static_assert(SmemLayout<mma::Half<false>, HalfN>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Half<true>, HalfN>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Tf32AsHalf, HalfN>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Bf16x3, QuarterN>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Tf32, QuarterN>::kTotal <= kSmem99KB,
               "the portable fits take 99 KB");
-static_assert(SmemLayout<mma::Bf16x3, HalfN>::kTotal <= kA100 && SmemLayout<mma::Tf32, HalfN>::kTotal <= kA100,
+static_assert(SmemLayout<mma::Bf16x3, HalfN>::kTotal <= kSmemA100 && SmemLayout<mma::Tf32, HalfN>::kTotal <= kSmemA100,
               "float32 HalfN fits an A100");
 
 // The fits a mode has kernels for: float32 modes all three, 16-bit ones Resident and HalfN

@@ -22,6 +22,7 @@
 // The parts: s2d/ring.cuh (slots, barriers, pixels), s2d/producers.cuh,
 // s2d/consumers.cuh; this file holds the kernel, its shared-memory layout and
 // register split, and the launch.
+#include "../catalog.h"
 #include "../kernel_api.h"
 
 #include <algorithm>
@@ -83,12 +84,9 @@ struct RegisterSplit {
   static_assert(kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
 };
 
-// The opt-in shared memory per block of every sm_90 part (227 KB).
-constexpr size_t kHopperSmemPerBlock = 232448;
-
 // Raw slots (modes with any): two of a (tile, channel) window each, one landing while
 // the other is read; for a tile's three interleaved windows (kPixelSpans) one, as large
-// as what the rest leaves of kHopperSmemPerBlock (41600 bytes beside 16-bit operands,
+// as what the rest leaves of kSmemHopper (41600 bytes beside 16-bit operands,
 // 79232 beside float32 multiplied as fp16).
 template <class Mode, Source kSource>
 struct SmemLayout {
@@ -106,13 +104,13 @@ struct SmemLayout {
   static constexpr bool kTileCopies = kSource == Source::kPixelSpans;
   static constexpr int kRawSlots = kTileCopies ? 1 : Staged<Mode>::kRawSlots;
   static constexpr int kRawSlotBytes =
-      kTileCopies ? int((kHopperSmemPerBlock - kRawAt - kStagedBytes - kUnitKeysBytes) / 128 * 128)
+      kTileCopies ? int((kSmemHopper - kRawAt - kStagedBytes - kUnitKeysBytes) / 128 * 128)
                   : Staged<Mode>::kRawSlotBytes;
   static constexpr size_t kStagedAt = kRawAt + size_t(kRawSlots) * kRawSlotBytes;
   static constexpr size_t kUnitKeysAt = kStagedAt + kStagedBytes;
   static constexpr size_t kTotal = kUnitKeysAt + kUnitKeysBytes;
   static_assert(kRingAt % 8 == 0, "barriers stay aligned");
-  static_assert(!kTileCopies || (Staged<Mode>::kRawSlots > 0 && kTotal <= kHopperSmemPerBlock),
+  static_assert(!kTileCopies || (Staged<Mode>::kRawSlots > 0 && kTotal <= kSmemHopper),
                 "tile copies only beside modes with raw slots");
 };
 

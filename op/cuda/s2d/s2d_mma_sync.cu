@@ -25,6 +25,7 @@
 // The parts: plan.h, ring.cuh, prologue.cuh and producers.cuh (shared with s2d.cu),
 // pair_producers.cuh and mma_sync_consumers.cuh; this file holds the kernel, its shared-memory
 // layout and the launch.
+#include "../catalog.h"
 #include "../kernel_api.h"
 
 #include <algorithm>
@@ -115,12 +116,11 @@ struct Layout {
 };
 
 // The budgets the fits exist for (the compile check fails where one grows past them).
-constexpr size_t k99KB = 101376, kA100 = 166912;
-static_assert(Layout<mma::Half<false>, Halves>::kTotal <= k99KB && Layout<mma::HalfOfFloat, Halves>::kTotal <= k99KB,
+static_assert(Layout<mma::Half<false>, Halves>::kTotal <= kSmem99KB && Layout<mma::HalfOfFloat, Halves>::kTotal <= kSmem99KB,
               "the halves fit every sm_80+ GPU");
-static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kA100 && Layout<mma::HalfOfFloat, Whole>::kTotal <= kA100,
+static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kSmemA100 && Layout<mma::HalfOfFloat, Whole>::kTotal <= kSmemA100,
               "the whole B fits an A100");
-static_assert(Layout<mma::Bf16x3, Halves>::kTotal <= kA100 && Layout<mma::Bf16x3, Thirds>::kTotal <= k99KB,
+static_assert(Layout<mma::Bf16x3, Halves>::kTotal <= kSmemA100 && Layout<mma::Bf16x3, Thirds>::kTotal <= kSmem99KB,
               "bf16x3: halves on an A100, thirds on every sm_80+ GPU");
 
 // Each group's view of the call (group_problem), made on the host: CTAs of grid row y read

@@ -31,9 +31,11 @@ inline constexpr const char* kConv1Schema =
     "conv1(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False, "
     "int padding=2, bool relu=False) -> Tensor";
 
-// Which kernel conv1 would run for these arguments, by name: "cpu" on CPU; on CUDA
-// "wgmma", "s2d", "mma_sync", "aten" (cuDNN, where none of ours can run the call) or
-// "direct" (docs/architecture.md). Raises what conv1 would raise for invalid arguments.
+// Which kernel conv1 would run for these arguments, by name: "cpu" on CPU; on CUDA one of
+// op/cuda/catalog.h's kKernels: "wgmma", "s2d", "s2d_mma_sync", "mma_sync", "mma_sync_n48",
+// "mma_sync_n24", "aten" (cuDNN, where none of ours can run the call) or "direct"
+// (docs/architecture.md); "none" for an empty output. Raises what conv1 would raise for
+// invalid arguments.
 inline constexpr const char* kConv1KernelSchema =
     "conv1_kernel(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False, "
     "int padding=2, bool relu=False) -> str";
