@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p build
 bash scripts/install.sh
 model=build/alexconv_modelnew.pt
-"$PYTHON" scripts/export_model.py "$model"
+"$PYTHON" -m alexconv.export "$model"
 device=$("$PYTHON" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 demo=$("$PYTHON" -c "import alexconv, pathlib; print(pathlib.Path(alexconv.library_path()).parent / 'bin' / 'alexconv_demo')")
 echo "== $demo $model --device $device $*"
