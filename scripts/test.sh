@@ -1,21 +1,53 @@
 #!/usr/bin/env bash
-# README's test command: install, build, check the CUDA kernels compile, run the whole suite.
+# README's test command: install and build (scripts/demo.sh, the README's other command, with its
+# C++ demo), the wheel route, then the whole test suite; one line per stage with its time.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k opcheck).
-# The CUDA compile check takes 1-2 minutes on 2 cores (where nvcc exists and torch has no CUDA); ALEXCONV_SKIP_CUDA_CHECK=1 skips it outside CI (never under CI=true).
+#
+# The CUDA compile-only check (scripts/check_cuda_compiles.sh: about 5 minutes on 2 cores) runs
+# where nvcc exists and torch has no CUDA, and then only under CI (CI=true), when asked
+# (ALEXCONV_CUDA_CHECK=1), or when op/ or tests/cuda_harness has changed: uncommitted changes, or
+# a tree other than the one the last passing check saw. ALEXCONV_SKIP_CUDA_CHECK=1 skips it
+# outside CI. CI also runs the legacy checks (scripts/check_legacy.sh).
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/stage.sh
 mkdir -p build
-bash scripts/install.sh
-bash scripts/check_cuda_compiles.sh
+SECONDS=0
+
+bash scripts/demo.sh
+
+# Whether the kernels' sources differ from what the last passing CUDA check compiled.
+kernel_tree() {
+  { git rev-parse HEAD:op HEAD:tests/cuda_harness; git status --porcelain -- op tests/cuda_harness; } 2>/dev/null
+}
+stamp=build/cuda-compile-check.passed
+why=""
+if [[ "${CI:-}" == "true" ]]; then why="CI=true"
+elif [[ "${ALEXCONV_SKIP_CUDA_CHECK:-}" == "1" ]]; then why=""
+elif [[ "${ALEXCONV_CUDA_CHECK:-}" == "1" ]]; then why="ALEXCONV_CUDA_CHECK=1"
+elif [[ -n "$(git status --porcelain -- op tests/cuda_harness 2>/dev/null)" ]]; then why="op/ has uncommitted changes"
+elif [[ -f $stamp ]] && [[ "$(cat "$stamp")" != "$(kernel_tree)" ]]; then why="op/ changed since the last check"
+fi
+if [[ -n $why ]]; then
+  echo "== cuda     the CUDA compile-only check ($why; about 5 minutes on 2 cores):"
+  bash scripts/check_cuda_compiles.sh
+  kernel_tree > "$stamp"
+else
+  echo "== cuda     CUDA compile-only check not run: not CI, op/ unchanged (ALEXCONV_CUDA_CHECK=1 runs it)"
+fi
 # CI also checks the oldest supported stack (issue 45, scripts/check_legacy.sh): the kernels
 # compiled by nvcc 11.8 (2 minutes on 2 cores), the C++ library and demo built and run against
 # libtorch 1.13.1 (1.5 minutes with downloads), and this suite on torch 1.13.1 with Python 3.9
 # in a Debian bullseye chroot (6 minutes, creating it included); plus installing the CUDA 11.8
 # toolkit. Outside CI: run it by hand (python113 needs root).
 if [[ "${CI:-}" == "true" ]]; then
+  echo "== legacy   torch 1.13.1 / CUDA 11.8 checks (scripts/check_legacy.sh; CI only):"
   bash scripts/check_legacy.sh cuda118 libtorch113 python113
 fi
-echo "== pytest"
+stage wheel "the wheel route: pip wheel, installed into a fresh venv, the op run there (scripts/check_wheel.sh)" \
+  bash scripts/check_wheel.sh
+echo "== pytest   the whole suite (about 2 minutes on 2 cores; ${SECONDS} s so far):"
 # pytest exits 5 when it collected no test: that fails here like any other non-zero code.
-exec "$PYTHON" -m pytest -q -ra "$@"
+# Skips are summed up by reason at the end (tests/conftest.py); -ra lists each one.
+exec "$PYTHON" -m pytest -q "$@"

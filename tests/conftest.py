@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import os
@@ -42,6 +43,32 @@ def pytest_report_header(config):
         lines.append("alexconv: outputs are not NaN-poisoned here: an element a kernel leaves unwritten "
                      "shows only where it differs from the reference")
     return lines
+
+
+def pytest_report_teststatus(report, config):
+    """Skipped tests print no letter in the progress line (without a GPU, a thousand CUDA cases
+    would print a wall of 's'); their count is in the closing line, their reasons below."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        return "skipped", "", "SKIPPED"
+    return None
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The skips summed up by reason, one line each (-ra still lists every test)."""
+    reasons = collections.Counter(_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])
+                                  if not hasattr(r, "wasxfail"))
+    if reasons:
+        terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:5d}  {reason}")
+
+
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 
