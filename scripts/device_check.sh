@@ -28,6 +28,7 @@ OUT=${OUT:-build/device-check}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
 export ALEXCONV_REQUIRE_CUDA=1  # tests/conftest.py: no visible GPU fails the run
+export ALEXCONV_SLOW_TESTS=1  # tests/conftest.py: the tests marked slow run here too, as in CI
 steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(build test forced emulate sanitize bench)
 # The GPU classes the dispatcher can plan as on this card (op/cuda/dispatch.cpp): A100 (163 KB),
 # the 99 KB parts (sm_86/89/120 plan alike) and Turing (64 KB).

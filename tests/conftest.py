@@ -53,6 +53,26 @@ def pytest_report_teststatus(report, config):
     return None
 
 
+def _runs_slow_tests(config) -> bool:
+    """Tests marked slow run in CI, where asked (ALEXCONV_SLOW_TESTS=1), where -m chooses the tests
+    or a test is named (path::test); a plain run here leaves them out."""
+    return (os.environ.get("CI") == "true" or os.environ.get("ALEXCONV_SLOW_TESTS") == "1"
+            or bool(config.getoption("markexpr")) or any("::" in arg for arg in config.args))
+
+
+def pytest_collection_modifyitems(config, items):
+    if _runs_slow_tests(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    config.stash[_SLOW_LEFT_OUT] = len(slow)
+
+
+_SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
 def _skip_reason(report) -> str:
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
@@ -60,13 +80,18 @@ def _skip_reason(report) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """The skips summed up by reason, one line each (-ra still lists every test)."""
+    """The skips summed up by reason, one line each (-ra still lists every test), and the slow
+    tests left out."""
     reasons = collections.Counter(_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])
                                   if not hasattr(r, "wasxfail"))
     if reasons:
         terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
         for reason, count in reasons.most_common():
             terminalreporter.write_line(f"{count:5d}  {reason}")
+    left_out = config.stash.get(_SLOW_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{left_out} test{'s' if left_out > 1 else ''} marked slow not run "
+                                    "(deselected): CI runs them, and so does ALEXCONV_SLOW_TESTS=1 here")
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]

@@ -107,6 +107,7 @@ def test_original_alexnet_96_channels_padding_0(device, generator):
     assert_matches_reference(first, x, conv.weight.detach(), conv.bias.detach(), padding=0, relu=True)
 
 
+@pytest.mark.slow  # torch.compile of a whole network: 45 s on 2 cores with a cold inductor cache
 @pytest.mark.parametrize("device", device_params())
 def test_converted_model_scripts_traces_compiles_exports(device, generator, tmp_path):
     model, _ = alexconv.convert(small_torchvision(device))
