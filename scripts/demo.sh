@@ -9,5 +9,5 @@ model=build/alexconv_modelnew.pt
 "$PYTHON" -m alexconv.export "$model"
 device=$("$PYTHON" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 demo=$("$PYTHON" -c "import alexconv, pathlib; print(pathlib.Path(alexconv.library_path()).parent / 'bin' / 'alexconv_demo')")
-echo "== alexconv_demo $model --device $device $*"
+echo "== demo     alexconv_demo $model --device $device $* (${SECONDS} s so far)"
 exec "$demo" "$model" --device "$device" "$@"
