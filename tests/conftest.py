@@ -6,7 +6,10 @@ import collections
 import contextlib
 import math
 import os
+import pathlib
 import secrets
+import subprocess
+import sysconfig
 
 import numpy as np
 import pytest
@@ -92,6 +95,38 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if left_out:
         terminalreporter.write_line(f"{left_out} test{'s' if left_out > 1 else ''} marked slow not run "
                                     "(deselected): CI runs them, and so does ALEXCONV_SLOW_TESTS=1 here")
+
+
+# The environment as the run started (fixtures patch CXX and the like), with this environment's
+# bin first on PATH: what a user who follows the README has.
+_SESSION_ENV = dict(os.environ)
+SCRIPTS = pathlib.Path(sysconfig.get_path("scripts"))
+
+
+def user_env() -> dict:
+    return dict(_SESSION_ENV, PATH=f"{SCRIPTS}{os.pathsep}{_SESSION_ENV.get('PATH', '')}")
+
+
+@pytest.fixture(scope="session")
+def readme_scratch(tmp_path_factory):
+    """The folder where tests/test_readme.py follows the README."""
+    return tmp_path_factory.mktemp("readme")
+
+
+README_AOTI_EXPORT = "alexconv-export model.pt2"
+
+
+@pytest.fixture(scope="session")
+def readme_aoti_package(readme_scratch):
+    """The README's `alexconv-export model.pt2`, run once as written in its walkthrough's folder:
+    tests/test_readme.py checks the command, tests/test_aoti.py uses the package as its CPU
+    float32 one (ModelNew under the export's default seed, 0). A package compile is 12 s."""
+    from alexconv import _aoti
+    if _aoti.aoti_unsupported():
+        pytest.skip(f"AOTInductor: {_aoti.aoti_unsupported()}")
+    res = subprocess.run(["bash", "-c", f"set -e; {README_AOTI_EXPORT}"], cwd=readme_scratch, env=user_env(),
+                         capture_output=True, text=True, timeout=900)
+    return readme_scratch / "model.pt2", res
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]

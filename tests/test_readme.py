@@ -4,7 +4,6 @@ prints no warning, and every flag that the tools' --help texts give is accepted.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
@@ -16,6 +15,7 @@ import torch
 
 import alexconv
 from alexconv import _aoti
+from conftest import README_AOTI_EXPORT, user_env
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -77,8 +77,15 @@ def command_lines(code: str) -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _env() -> dict:
-    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+def printed_values(code: str) -> list[str]:
+    """What a Python block's comments say its prints show: `print(...)  # True` or `# (2, 96, 55, 55)`
+    (up to an "(or ...)" aside, which names what another machine prints instead)."""
+    values = []
+    for line in code.splitlines():
+        match = re.match(r"\s*print\(.*\)\s+#\s*((?:True|False|\().*)$", line)
+        if match and not (" (or " in match.group(1) and torch.cuda.is_available()):
+            values.append(match.group(1).split(" (or ")[0].strip())
+    return values
 
 
 def _no_warning(what: str, res: subprocess.CompletedProcess) -> None:
@@ -107,28 +114,32 @@ def test_every_command_line_is_run_somewhere():
 
 def test_every_block_has_a_language_this_suite_knows():
     assert {lang for _, lang, _ in fenced_blocks()} <= {"bash", "python", "cmake", "cpp", ""}
+    # The Python blocks say what they print, and the walkthrough checks it.
+    assert len([v for _, lang, code in fenced_blocks() if lang == "python" for v in printed_values(code)]) >= 3
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    return tmp_path_factory.mktemp("readme")
+@pytest.fixture
+def scratch(readme_scratch):
+    return readme_scratch
 
 
 _WALK = [b for b in fenced_blocks() if b[1] in ("bash", "python")] + [(0, "bash", "alexconv-export --help")]
 
 
 @pytest.mark.parametrize("block", _WALK, ids=[f"line{line}-{lang}" if line else "inline" for line, lang, _ in _WALK])
-def test_readme_block_runs_as_written(block, scratch):
+def test_readme_block_runs_as_written(block, scratch, request):
     """The README's bash and Python blocks, in order, in one scratch folder (the Python block
     after `alexconv-export model.pt2` loads the package it wrote)."""
     line, lang, code = block
     if lang == "python":
-        if "model.pt2" in code and _aoti.aoti_unsupported():
-            pytest.skip(f"AOTInductor: {_aoti.aoti_unsupported()}")
+        if "model.pt2" in code:  # the package that README's `alexconv-export model.pt2` writes
+            request.getfixturevalue("readme_aoti_package")
         res = subprocess.run([sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True,
-                             timeout=600, env=_env())
+                             timeout=600, env=user_env())
         _no_warning(f"README.md line {line} (python)", res)
         assert res.stdout.strip(), f"README.md line {line}: the block prints nothing"
+        for expected in printed_values(code):
+            assert expected in res.stdout, f"README.md line {line}: {expected!r} not printed:\n{res.stdout}"
         return
     for command in command_lines(code):
         how = COMMANDS[command]
@@ -138,8 +149,11 @@ def test_readme_block_runs_as_written(block, scratch):
             pytest.skip(f"{command}: AOTInductor: {_aoti.aoti_unsupported()}")
         if command.startswith("alexconv_aoti_demo") and not AOTI_DEMO.is_file():
             pytest.skip(f"{command}: this torch has no AOTInductor package loader")
-        res = subprocess.run(["bash", "-c", f"set -e; {command}"], cwd=REPO if how == REPO_ROOT else scratch,
-                             capture_output=True, text=True, timeout=900, env=_env())
+        if command == README_AOTI_EXPORT:  # run once, as written, for tests/test_aoti.py too
+            res = request.getfixturevalue("readme_aoti_package")[1]
+        else:
+            res = subprocess.run(["bash", "-c", f"set -e; {command}"], cwd=REPO if how == REPO_ROOT else scratch,
+                                 capture_output=True, text=True, timeout=900, env=user_env())
         _no_warning(f"README.md line {line}: {command}", res)
         if command.startswith("pip wheel"):
             tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -176,10 +190,10 @@ def test_every_flag_of_alexconv_demo_works(scratch):
     assert res.returncode == 0 and "OK: output matches the reference" in res.stdout, res.stdout + res.stderr
 
 
-def test_every_flag_of_alexconv_aoti_demo_works(scratch):
-    package = scratch / "model.pt2"
-    if not package.is_file():
-        pytest.skip("the walkthrough wrote no model.pt2 (AOTInductor unsupported here, or run alone)")
+def test_every_flag_of_alexconv_aoti_demo_works(readme_aoti_package):
+    package = readme_aoti_package[0]
+    if not AOTI_DEMO.is_file():
+        pytest.skip("this torch has no AOTInductor package loader")
     args = [a for flag, metavar in _usage_flags("alexconv_aoti_demo") for a in (flag, _VALUES[metavar])]
     res = subprocess.run([str(BIN / "alexconv_aoti_demo"), str(package), *args], capture_output=True, text=True,
                          timeout=300)
