@@ -8,8 +8,9 @@
 # The CUDA compile-only check (scripts/check_cuda_compiles.sh: about 5 minutes on 2 cores) runs
 # where nvcc exists and torch has no CUDA, and then only under CI (CI=true), when asked
 # (ALEXCONV_CUDA_CHECK=1), or when op/ or tests/cuda_harness has changed: uncommitted changes, or
-# a tree other than the one the last passing check saw. ALEXCONV_SKIP_CUDA_CHECK=1 skips it
-# outside CI. CI also runs the legacy checks (scripts/check_legacy.sh).
+# a tree other than the one the last passing check saw (scripts/cuda_check_reason.sh decides).
+# ALEXCONV_SKIP_CUDA_CHECK=1 skips it outside CI. CI also runs the legacy checks
+# (scripts/check_legacy.sh).
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,22 +20,17 @@ SECONDS=0
 
 bash scripts/demo.sh
 
-# Whether the kernels' sources differ from what the last passing CUDA check compiled.
-kernel_tree() {
-  { git rev-parse HEAD:op HEAD:tests/cuda_harness; git status --porcelain -- op tests/cuda_harness; } 2>/dev/null
-}
-stamp=build/cuda-compile-check.passed
-why=""
-if [[ "${CI:-}" == "true" ]]; then why="CI=true"
-elif [[ "${ALEXCONV_SKIP_CUDA_CHECK:-}" == "1" ]]; then why=""
-elif [[ "${ALEXCONV_CUDA_CHECK:-}" == "1" ]]; then why="ALEXCONV_CUDA_CHECK=1"
-elif [[ -n "$(git status --porcelain -- op tests/cuda_harness 2>/dev/null)" ]]; then why="op/ has uncommitted changes"
-elif [[ -f $stamp ]] && [[ "$(cat "$stamp")" != "$(kernel_tree)" ]]; then why="op/ changed since the last check"
-fi
+why=$(bash scripts/cuda_check_reason.sh)  # empty: not run here
 if [[ -n $why ]]; then
   echo "== cuda     the CUDA compile-only check ($why; about 5 minutes on 2 cores):"
-  bash scripts/check_cuda_compiles.sh
-  kernel_tree > "$stamp"
+  mkdir -p build/logs
+  bash scripts/check_cuda_compiles.sh | tee build/logs/cuda.log
+  # The stamp only where it compiled (it skips, passing, without nvcc or where torch has CUDA).
+  if grep -q "^== CUDA compile check passed" build/logs/cuda.log; then
+    bash scripts/cuda_check_reason.sh --tree > build/cuda-compile-check.passed
+  fi
+elif [[ "${ALEXCONV_SKIP_CUDA_CHECK:-}" == "1" ]]; then
+  echo "== cuda     CUDA compile-only check not run: ALEXCONV_SKIP_CUDA_CHECK=1"
 else
   echo "== cuda     CUDA compile-only check not run: not CI, op/ unchanged (ALEXCONV_CUDA_CHECK=1 runs it)"
 fi
