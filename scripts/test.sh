@@ -48,7 +48,7 @@ stage wheel "the wheel route: pip wheel, installed into a fresh venv, the op run
 if [[ "${CI:-}" == "true" || "${ALEXCONV_SLOW_TESTS:-}" == "1" ]]; then
   echo "== pytest   the whole suite, the tests marked slow included (${SECONDS} s so far):"
 else
-  echo "== pytest   the whole suite but the tests marked slow (CI runs them; ALEXCONV_SLOW_TESTS=1 here), about 2 minutes on 2 cores (${SECONDS} s so far):"
+  echo "== pytest   the whole suite but the tests marked slow (CI runs them; ALEXCONV_SLOW_TESTS=1 here), about 2.5 minutes on 2 cores (${SECONDS} s so far):"
 fi
 # pytest exits 5 when it collected no test: that fails here like any other non-zero code.
 # Skips are summed up by reason at the end (tests/conftest.py); -ra lists each one.
