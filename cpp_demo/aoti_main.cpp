@@ -1,16 +1,17 @@
-// alexconv_aoti_demo: runs an AOTInductor package of ModelNew (scripts/export_model.py
-// MODEL.pt2) from C++ with torch::inductor::AOTIModelPackageLoader and checks it against
+// alexconv_aoti_demo: runs an AOTInductor package of ModelNew (alexconv-export MODEL.pt2)
+// from C++ with torch::inductor::AOTIModelPackageLoader and checks it against
 // at::conv2d in float64: with the package's own weights (where the runner has
 // extract_constants_map: torch >= 2.8), then with fresh ones loaded through load_constants
 // (torch >= 2.6); reports latency.
 //
-//   alexconv_aoti_demo MODEL.pt2 [--batch N] [--size HW] [--iters K] [--atol A] [--rtol R]
-//                      [--seed S]
+//   alexconv_aoti_demo MODEL.pt2 [--device cpu|cuda] [--batch N] [--size HW] [--iters K]
+//                      [--atol A] [--rtol R] [--seed S]
 //
 // The package runs alexconv::conv1 through its proxy executor, which looks the op up in
 // the dispatcher by name: the executable links libalexconv (--no-as-needed, CMakeLists.txt)
 // so that its registrations run before the package loads. The device is the package's own
-// (export_model.py --device); a CUDA package needs a CUDA libtorch and a GPU.
+// (alexconv-export --device); --device, as alexconv_demo takes it, checks that the package was
+// compiled for that device. A CUDA package needs a CUDA libtorch and a GPU.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
@@ -37,6 +38,7 @@ using alexconv_demo::median_ms;
 
 struct Options {
   std::string package;
+  std::optional<std::string> device;  // checked against the package's own
   // The package's dynamic dimensions start at batch 1 and 11x11 (export_model.py).
   int64_t batch = 8, size = 224, iters = 10;
   std::optional<double> atol, rtol;  // default: by dtype and the package's allow_tf32
@@ -44,15 +46,18 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: alexconv_aoti_demo MODEL.pt2 [--batch N] [--size HW] [--iters K] [--atol A] [--rtol R] "
-    "[--seed S]\n";
+    "usage: alexconv_aoti_demo MODEL.pt2 [--device cpu|cuda] [--batch N] [--size HW] [--iters K] "
+    "[--atol A] [--rtol R] [--seed S]\n"
+    "  --device: the device the package was exported for (alexconv-export --device); a package\n"
+    "            runs on that device only, so another one is an error\n";
 
 const alexconv_demo::Cli cli{kUsage};
 
 Options parse(int argc, char** argv) {
   Options o;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  static const char* const kOptions[] = {"--batch", "--size", "--iters", "--atol", "--rtol", "--seed"};
+  static const char* const kOptions[] = {"--device", "--batch", "--size", "--iters", "--atol", "--rtol",
+                                         "--seed"};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -68,7 +73,10 @@ Options parse(int argc, char** argv) {
       cli.usage("unknown option " + a);
     if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) cli.usage(a + " needs a value");
     const std::string& v = args[++i];
-    if (a == "--batch") o.batch = cli.parse_int(a, v, 1);
+    if (a == "--device") {
+      if (v != "cpu" && v != "cuda") cli.usage("--device must be cpu or cuda, got " + v);
+      o.device = v;
+    } else if (a == "--batch") o.batch = cli.parse_int(a, v, 1);
     else if (a == "--size") o.size = cli.parse_int(a, v, 11);
     else if (a == "--iters") o.iters = cli.parse_int(a, v, 1);
     else if (a == "--seed") o.seed = cli.parse_int(a, v, 0);
@@ -84,7 +92,7 @@ std::string metadata_value(const std::unordered_map<std::string, std::string>& m
   const auto it = metadata.find(key);
   if (it == metadata.end())
     throw std::runtime_error(path + " has no metadata '" + key +
-                             "': not a package written by scripts/export_model.py");
+                             "': not a package written by alexconv-export");
   return it->second;
 }
 
@@ -150,6 +158,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "error: could not load " << o.package << ": " << e.what() << "\n";
     return 1;
+  }
+  if (o.device && *o.device != device_key) {
+    std::cerr << "error: " << o.package << " was exported for " << device_key << ", not --device "
+              << *o.device << ": a package runs on its own device only (export one for "
+              << *o.device << " with alexconv-export MODEL.pt2 --device " << *o.device << ")\n";
+    return 2;
   }
   const bool cuda = device_key == "cuda";
   const at::TensorOptions options = at::TensorOptions().device(cuda ? at::kCUDA : at::kCPU).dtype(dtype);

@@ -1,4 +1,4 @@
-// alexconv_demo: runs a TorchScript model saved by scripts/export_model.py from
+// alexconv_demo: runs a TorchScript model saved by alexconv-export (alexconv.export) from
 // C++, checks it against at::conv2d in float64 with the module's own parameters,
 // calls the header API (alexconv::conv1) too, and reports latency.
 //

@@ -1,4 +1,4 @@
-// alexconv_script_model: writes a TorchScript ModelNew (the module scripts/export_model.py
+// alexconv_script_model: writes a TorchScript ModelNew (the module alexconv-export
 // saves from Python: submodule conv1 with weight [96, 3, 11, 11] and bias [96], attribute
 // allow_tf32, forward calling torch.ops.alexconv.conv1) from C++, with torch::jit compiling
 // its forward. For a libtorch with no Python beside it: scripts/check_legacy.sh saves a

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# README's demo command: install, build, export the scripted model, run the C++ demo
-# on CUDA if there is a GPU, else on CPU. Extra arguments go to alexconv_demo.
+# README's demo command: install, build, export the scripted model, run the C++ demo on it, on
+# CUDA if there is a GPU, else on CPU. Extra arguments go to alexconv_demo.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-mkdir -p build
 bash scripts/install.sh
 model=build/alexconv_modelnew.pt
-"$PYTHON" scripts/export_model.py "$model"
+"$PYTHON" -m alexconv.export "$model"
 device=$("$PYTHON" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 demo=$("$PYTHON" -c "import alexconv, pathlib; print(pathlib.Path(alexconv.library_path()).parent / 'bin' / 'alexconv_demo')")
-echo "== $demo $model --device $device $*"
+echo "== demo     alexconv_demo $model --device $device $* (${SECONDS} s so far)"
 exec "$demo" "$model" --device "$device" "$@"

@@ -120,7 +120,7 @@ def throughput(model, batch: int, hw: tuple[int, int], dtype, device, iters: int
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--model", help="a TorchScript file of ModelNew (scripts/export_model.py model.pt)")
+    parser.add_argument("--model", help="a TorchScript file of ModelNew (alexconv-export model.pt)")
     parser.add_argument("--state-dict", help="weights for ModelNew (state_dict of Model or ModelNew)")
     parser.add_argument("--input", help="a tensor [N, 3, H, W] saved with torch.save (default: random images)")
     parser.add_argument("--num-images", type=int, default=1024, help="random images when no --input")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import os
+import pathlib
 import secrets
+import subprocess
+import sysconfig
 
 import numpy as np
 import pytest
@@ -42,6 +46,89 @@ def pytest_report_header(config):
         lines.append("alexconv: outputs are not NaN-poisoned here: an element a kernel leaves unwritten "
                      "shows only where it differs from the reference")
     return lines
+
+
+def pytest_report_teststatus(report, config):
+    """Skipped tests print no letter in the progress line (without a GPU, a thousand CUDA cases
+    would print a wall of 's'); their count is in the closing line, their reasons below."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        return "skipped", "", "SKIPPED"
+    return None
+
+
+def _runs_slow_tests(config) -> bool:
+    """Tests marked slow run in CI, where asked (ALEXCONV_SLOW_TESTS=1), where -m chooses the tests
+    or a test is named (path::test); a plain run here leaves them out."""
+    return (os.environ.get("CI") == "true" or os.environ.get("ALEXCONV_SLOW_TESTS") == "1"
+            or bool(config.getoption("markexpr")) or any("::" in arg for arg in config.args))
+
+
+def pytest_collection_modifyitems(config, items):
+    if _runs_slow_tests(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    config.stash[_SLOW_LEFT_OUT] = len(slow)
+
+
+_SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The skips summed up by reason, one line each (-ra still lists every test), and the slow
+    tests left out."""
+    reasons = collections.Counter(_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])
+                                  if not hasattr(r, "wasxfail"))
+    if reasons:
+        terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
+        for reason, count in reasons.most_common():
+            terminalreporter.write_line(f"{count:5d}  {reason}")
+    left_out = config.stash.get(_SLOW_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{left_out} test{'s' if left_out > 1 else ''} marked slow not run "
+                                    "(deselected): CI runs them, and so does ALEXCONV_SLOW_TESTS=1 here")
+
+
+# The environment as the run started (fixtures patch CXX and the like), with this environment's
+# bin first on PATH: what a user who follows the README has.
+_SESSION_ENV = dict(os.environ)
+SCRIPTS = pathlib.Path(sysconfig.get_path("scripts"))
+
+
+def user_env() -> dict:
+    return dict(_SESSION_ENV, PATH=f"{SCRIPTS}{os.pathsep}{_SESSION_ENV.get('PATH', '')}")
+
+
+@pytest.fixture(scope="session")
+def readme_scratch(tmp_path_factory):
+    """The folder where tests/test_readme.py follows the README."""
+    return tmp_path_factory.mktemp("readme")
+
+
+README_AOTI_EXPORT = "alexconv-export model.pt2"
+
+
+@pytest.fixture(scope="session")
+def readme_aoti_package(readme_scratch):
+    """The README's `alexconv-export model.pt2`, run once as written in its walkthrough's folder:
+    tests/test_readme.py checks the command, tests/test_aoti.py uses the package as its CPU
+    float32 one (ModelNew under the export's default seed, 0). A package compile is 12 s."""
+    from alexconv import _aoti
+    if _aoti.aoti_unsupported():
+        pytest.skip(f"AOTInductor: {_aoti.aoti_unsupported()}")
+    res = subprocess.run(["bash", "-c", f"set -e; {README_AOTI_EXPORT}"], cwd=readme_scratch, env=user_env(),
+                         capture_output=True, text=True, timeout=900)
+    return readme_scratch / "model.pt2", res
+
+
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 

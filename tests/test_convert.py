@@ -107,6 +107,7 @@ def test_original_alexnet_96_channels_padding_0(device, generator):
     assert_matches_reference(first, x, conv.weight.detach(), conv.bias.detach(), padding=0, relu=True)
 
 
+@pytest.mark.slow  # torch.compile of a whole network: 45 s on 2 cores with a cold inductor cache
 @pytest.mark.parametrize("device", device_params())
 def test_converted_model_scripts_traces_compiles_exports(device, generator, tmp_path):
     model, _ = alexconv.convert(small_torchvision(device))
@@ -224,6 +225,7 @@ def test_what_is_replaced_kept_and_fused(caplog, generator):
             nn.Conv2d(3, 64, 11, 4, "valid"),
             parametrized,
             Conv2dSubclass(3, 64, 11, 4, 2),
+            nn.Conv2d(4, 64, 7, 2, 6, dilation=2, groups=2, padding_mode="circular"),
         ]),
     )
     with caplog.at_level(logging.INFO, logger="alexconv"):
@@ -243,7 +245,14 @@ def test_what_is_replaced_kept_and_fused(caplog, generator):
         "4.8": "it has hooks, which a replacement would not run",
         "4.10": "its parameters are parametrized (weight_norm, ...): a replacement would not run that",
         "4.11": "Conv2dSubclass is a subclass of nn.Conv2d: its forward may differ",
+        # Every reason, not only the first.
+        "4.12": "in_channels must be 3, got 4; kernel_size must be 11, got (7, 7); stride must be 4, "
+                "got (2, 2); dilation must be 1, got (2, 2); padding must be the same int in [0, 5] "
+                "on both axes, got (6, 6); groups must be 1, got 2; padding_mode must be 'zeros', "
+                "got 'circular'",
     }
+    assert len(report.skipped[-1].reasons) == 7
+    assert "4.12: kept as nn.Conv2d (in_channels must be 3, got 4; kernel_size" in str(report)
     assert str(report).splitlines()[0] == caplog.records[-1].getMessage().splitlines()[0]
     # The shared conv: one replacement with relu, one without, both on its parameters.
     first, second = converted[0][0], converted[1][0]
@@ -253,8 +262,18 @@ def test_what_is_replaced_kept_and_fused(caplog, generator):
     x = make_input(2, 40, 40, generator=generator)
     with torch.no_grad():
         assert torch.equal(converted[0](x), converted[1][0](x).relu())
-    # Idempotent: a second pass replaces nothing new.
-    assert alexconv.convert(converted)[1].replaced == []
+    # Idempotent: a second pass replaces nothing new, and says so.
+    with pytest.warns(UserWarning, match=r"replaced nothing: none of its 12 nn.Conv2d .*already holds 5"):
+        assert alexconv.convert(converted)[1].replaced == []
+
+
+def test_nothing_converted_warns():
+    with pytest.warns(UserWarning, match="alexconv.convert replaced nothing: it holds no nn.Conv2d"):
+        alexconv.convert(nn.Sequential(nn.Linear(2, 2)))
+    with pytest.warns(UserWarning, match=r"none of its 1 nn.Conv2d can run on alexconv::conv1"):
+        _, report = alexconv.convert(nn.Sequential(nn.Conv2d(3, 8, 3)))
+    assert str(report).splitlines()[1] == ("  0: kept as nn.Conv2d (kernel_size must be 11, got (3, 3); "
+                                           "stride must be 4, got (1, 1))")
 
 
 def test_model_that_is_a_conv_and_bad_arguments():

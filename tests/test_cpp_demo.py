@@ -4,6 +4,7 @@ float64, any other model against a reference file or by checksum)."""
 import pathlib
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 import torch
@@ -18,7 +19,7 @@ DEMO = pathlib.Path(alexconv.library_path()).parent / "bin" / "alexconv_demo"
 
 def _export(tmp_path, *extra):
     path = tmp_path / "model.pt"
-    subprocess.run([sys.executable, str(REPO / "scripts" / "export_model.py"), str(path), *extra],
+    subprocess.run([sys.executable, "-m", "alexconv.export", str(path), *extra],
                    check=True, capture_output=True, text=True)
     return path
 
@@ -145,3 +146,19 @@ def test_demo_reports_the_checksum_of_any_model(tmp_path, fresh_seed):
         out = model(torch.rand(3, 3, 96, 96)).double()
     assert abs(total - out.sum().item()) <= 1e-5 * out.abs().sum().item()
     assert abs(abs_total - out.abs().sum().item()) <= 1e-5 * out.abs().sum().item()
+
+
+@pytest.mark.parametrize("name", ["alexconv_demo", "alexconv_aoti_demo"])
+def test_binaries_are_on_the_environments_path(name):
+    """pip installs launchers by the binaries' names in the environment's bin (pyproject.toml's
+    [project.scripts]): the README's command lines run as written."""
+    launcher = pathlib.Path(sysconfig.get_path("scripts")) / name
+    assert launcher.is_file(), f"{launcher} missing: reinstall the package"
+    if name == "alexconv_aoti_demo" and not (DEMO.parent / name).is_file():
+        res = subprocess.run([str(launcher), "--help"], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 1 and "is not installed: the build makes it where torch has" in res.stderr
+        return
+    # The binary's own status and output come through: a usage error, exit 2.
+    res = subprocess.run([str(launcher), "--iters", "0"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.startswith("error: --iters needs an integer >= 1"), res.stderr
+    assert f"usage: {name} " in res.stderr, res.stderr

@@ -62,6 +62,7 @@ def run_with_capability(capability, *args, timeout=900):
                           timeout=timeout, cwd=os.path.dirname(__file__))
 
 
+@pytest.mark.slow  # the CPU kernel's tests again in a child process: 8-12 s
 @requires("cpu_capability")
 def test_baseline_kernel(tmp_path, generator):
     """With ATEN_CPU_CAPABILITY=default the baseline kernel runs, meets the contract on the

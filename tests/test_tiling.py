@@ -37,6 +37,7 @@ def test_canonical_and_extreme_shapes(checker):
     run(checker, FIXED)
 
 
+@pytest.mark.slow  # 200 shapes through the checker: 18 s on 2 cores
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 6), h=st.integers(7, 700), w=st.integers(7, 700), sms=st.integers(1, 132))
 def test_random_shapes(checker, n, h, w, sms):

@@ -4,6 +4,7 @@ A package linked with a private libstdc++ segfaults while it loads (docs/deploym
 export refuses the compiler that would build one, and any package that has one.
 """
 
+import importlib
 import os
 import pathlib
 import subprocess
@@ -78,15 +79,43 @@ def test_finder_passes_over_a_static_libstdcxx_compiler(tmp_path, monkeypatch):
 
 
 @needs_gxx
-def test_export_refuses_a_static_libstdcxx_compiler(tmp_path):
-    """Before compiling anything: the export stops at once and writes no package."""
+def test_export_takes_another_compiler_and_says_which(tmp_path, monkeypatch):
+    """Where inductor's compiler links libstdc++ statically, the export compiles with one that
+    does not (the package it builds so is tests/test_aoti.py's float32 one)."""
+    pytest.importorskip("torch._inductor.cpp_builder")
+    from alexconv import export
+    static = str(_static_compiler(tmp_path))
+    notes = []
+    with importlib.import_module("torch._inductor.config").patch({"cpp.cxx": (None, static)}):
+        chosen = export.choose_compiler(notes.append)
+    assert chosen != static
+    _toolchain.check_compiler_links_shared_libstdcxx(chosen)
+    assert notes == [f"note: inductor's compiler {static} links libstdc++ statically: its packages "
+                     f"crash when they load; compiling with {chosen} instead (set CXX to choose another)"]
+    with importlib.import_module("torch._inductor.config").patch({"cpp.cxx": (None, chosen)}):
+        assert export.choose_compiler(notes.append) == chosen and len(notes) == 1  # nothing to say
+
+
+# alexconv-export where the only compiler links libstdc++ statically: no other to take.
+_ONLY_STATIC = """
+import sys
+from alexconv import _toolchain, export
+_toolchain._CANDIDATES = ()
+export.main(sys.argv[1:])
+"""
+
+
+@needs_gxx
+def test_export_refuses_when_no_compiler_links_shared_libstdcxx(tmp_path):
+    """Before compiling anything: the export stops at once, says why, and writes no package."""
     pytest.importorskip("torch._inductor.cpp_builder")
     package = tmp_path / "m.pt2"
     env = dict(os.environ, CXX=str(_static_compiler(tmp_path)))
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "export_model.py"), str(package)],
+    res = subprocess.run([sys.executable, "-c", _ONLY_STATIC, str(package)],
                          capture_output=True, text=True, timeout=300, env=env)
     if "cannot build an AOTInductor package" in res.stderr:
         pytest.skip(res.stderr.strip())
-    assert res.returncode != 0
-    assert "without the shared libstdc++" in res.stderr, res.stderr
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stderr.startswith("error: a probe library was linked by"), res.stderr
+    assert "without the shared libstdc++" in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert not package.exists()

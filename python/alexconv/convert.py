@@ -6,11 +6,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import warnings
 
 import torch
 import torch.nn as nn
 
-from .modules import _DTYPES, AlexConv2d, unsupported_reason
+from .modules import _DTYPES, AlexConv2d, unsupported_reasons
 
 logger = logging.getLogger("alexconv")
 
@@ -29,7 +30,11 @@ class Replacement:
 @dataclasses.dataclass(frozen=True)
 class Skipped:
     name: str
-    reason: str
+    reasons: tuple[str, ...]  # every reason it was kept, not only the first
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
 
     def __str__(self) -> str:
         return f"{self.name}: kept as nn.Conv2d ({self.reason})"
@@ -53,27 +58,26 @@ def _has_hooks(module: nn.Module) -> bool:
     return any(getattr(module, name, None) for name in hooks)
 
 
-def _why_not(conv: nn.Module) -> str | None:
-    """Why this nn.Conv2d stays (None: it can be replaced)."""
+def _why_not(conv: nn.Module) -> tuple[str, ...]:
+    """Every reason this nn.Conv2d stays (empty: it can be replaced)."""
+    reasons = []
     if nn.utils.parametrize.is_parametrized(conv):  # (its class is a generated subclass)
-        return "its parameters are parametrized (weight_norm, ...): a replacement would not run that"
-    if type(conv) is not nn.Conv2d:
-        return f"{type(conv).__name__} is a subclass of nn.Conv2d: its forward may differ"
+        reasons.append("its parameters are parametrized (weight_norm, ...): a replacement would not run that")
+    elif type(conv) is not nn.Conv2d:
+        reasons.append(f"{type(conv).__name__} is a subclass of nn.Conv2d: its forward may differ")
     if _has_hooks(conv):
-        return "it has hooks, which a replacement would not run"
-    reason = unsupported_reason(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
-                                conv.padding, conv.dilation, conv.groups, conv.padding_mode)
-    if reason is not None:
-        return reason
+        reasons.append("it has hooks, which a replacement would not run")
+    reasons += unsupported_reasons(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
+                                   conv.padding, conv.dilation, conv.groups, conv.padding_mode)
     weight = conv.weight
     if weight.dtype not in _DTYPES:
-        return f"dtype must be float32, float16 or bfloat16, got {weight.dtype}"
+        reasons.append(f"dtype must be float32, float16 or bfloat16, got {weight.dtype}")
     if weight.device.type == "cuda" and not torch._C._dispatch_has_kernel_for_dispatch_key(
             "alexconv::conv1", "CUDA"):
-        return "it is on CUDA and this alexconv build has no CUDA kernel"
+        reasons.append("it is on CUDA and this alexconv build has no CUDA kernel")
     if weight.device.type not in ("cpu", "cuda", "meta"):
-        return f"device must be cpu or cuda, got {weight.device}"
-    return None
+        reasons.append(f"device must be cpu or cuda, got {weight.device}")
+    return tuple(reasons)
 
 
 class _Converter:
@@ -99,14 +103,14 @@ class _Converter:
             if child is None:
                 continue
             if isinstance(child, torch.jit.ScriptModule):
-                self.report.skipped.append(Skipped(qualified, "inside a TorchScript module"))
+                self.report.skipped.append(Skipped(qualified, ("inside a TorchScript module",)))
                 continue
             if not isinstance(child, nn.Conv2d):
                 self.walk(child, qualified + ".")
                 continue
-            reason = _why_not(child)
-            if reason is not None:
-                self.report.skipped.append(Skipped(qualified, reason))
+            reasons = _why_not(child)
+            if reasons:
+                self.report.skipped.append(Skipped(qualified, reasons))
                 continue
             after = children[i + 1] if sequential and i + 1 < len(children) else None
             fuse = after is not None and type(after[1]) is nn.ReLU and not _has_hooks(after[1])
@@ -126,9 +130,11 @@ def convert(model: nn.Module, *, allow_tf32: bool = False,
     weights load before or after. An ``nn.ReLU`` directly after such a conv in an
     ``nn.Sequential`` is fused into it and replaced by ``nn.Identity`` (indices and keys stay).
 
-    Returns ``(model, report)``: the converted model (a deep copy unless ``inplace``) and a
-    :class:`ConversionReport` of what was replaced and which ``nn.Conv2d`` were kept and why,
-    also logged to the ``alexconv`` logger at INFO level.
+    Returns ``(model, report)``: the converted model (a deep copy unless ``inplace``: then the
+    replacements hold the copy's parameters, not the given model's) and a
+    :class:`ConversionReport` of what was replaced and which ``nn.Conv2d`` were kept, each with
+    every reason, also logged to the ``alexconv`` logger at INFO level. Where nothing was
+    replaced it warns (``UserWarning``), saying why.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"alexconv.convert: model must be an nn.Module, got {type(model).__name__}")
@@ -139,13 +145,29 @@ def convert(model: nn.Module, *, allow_tf32: bool = False,
         model = copy.deepcopy(model)
     converter = _Converter(allow_tf32)
     if isinstance(model, nn.Conv2d):  # the model is the layer itself: no parent to set
-        reason = _why_not(model)
-        if reason is None:
+        reasons = _why_not(model)
+        if not reasons:
             converter.report.replaced.append(Replacement("", repr(model), None))
             model = converter.replacement(model, False)
         else:
-            converter.report.skipped.append(Skipped("", reason))
+            converter.report.skipped.append(Skipped("", reasons))
     else:
         converter.walk(model, "")
     logger.info("%s", converter.report)
+    if not converter.report.replaced:
+        warnings.warn(_nothing_converted(model, converter.report), UserWarning, stacklevel=2)
     return model, converter.report
+
+
+def _nothing_converted(model: nn.Module, report: ConversionReport) -> str:
+    """The warning for a model in which convert replaced nothing: why, and what to do."""
+    already = sum(isinstance(m, AlexConv2d) for m in model.modules())
+    if report.skipped:
+        why = (f"none of its {len(report.skipped)} nn.Conv2d can run on alexconv::conv1 "
+               "(print the report for each one's reasons); the op takes 3 input channels, kernel 11, "
+               "stride 4, 1-256 output channels, padding 0-5")
+    else:
+        why = "it holds no nn.Conv2d"
+    if already:
+        why += f" (it already holds {already} alexconv.AlexConv2d: converted before?)"
+    return f"alexconv.convert replaced nothing: {why}; the model runs as it was"

@@ -21,29 +21,41 @@ def _pair(value, name: str) -> tuple[int, int]:
     return pair
 
 
-def unsupported_reason(in_channels, out_channels, kernel_size, stride, padding, dilation=1,
-                       groups=1, padding_mode="zeros") -> Optional[str]:
-    """Why ``nn.Conv2d`` with these arguments is not a layer the op runs, or None where it is."""
+def unsupported_reasons(in_channels, out_channels, kernel_size, stride, padding, dilation=1,
+                        groups=1, padding_mode="zeros") -> list[str]:
+    """Every reason ``nn.Conv2d`` with these arguments is not a layer the op runs (empty where
+    it is one)."""
+    reasons = []
     if padding == "valid":
         padding = 0
     if in_channels != 3:
-        return f"in_channels must be 3, got {in_channels}"
+        reasons.append(f"in_channels must be 3, got {in_channels}")
     if not 1 <= out_channels <= MAX_OUT_CHANNELS:
-        return f"out_channels must be in [1, {MAX_OUT_CHANNELS}], got {out_channels}"
+        reasons.append(f"out_channels must be in [1, {MAX_OUT_CHANNELS}], got {out_channels}")
     checks = [("kernel_size", kernel_size, 11), ("stride", stride, 4), ("dilation", dilation, 1)]
     for name, value, want in checks:
         if _pair(value, name) != (want, want):
-            return f"{name} must be {want}, got {value!r}"
+            reasons.append(f"{name} must be {want}, got {value!r}")
     if isinstance(padding, str):
-        return f"padding must be an int in [0, {MAX_PADDING}] or 'valid', got {padding!r}"
-    pad = _pair(padding, "padding")
-    if pad[0] != pad[1] or not 0 <= pad[0] <= MAX_PADDING:
-        return f"padding must be the same int in [0, {MAX_PADDING}] on both axes, got {padding!r}"
+        reasons.append(f"padding must be an int in [0, {MAX_PADDING}] or 'valid', got {padding!r}")
+    else:
+        pad = _pair(padding, "padding")
+        if pad[0] != pad[1] or not 0 <= pad[0] <= MAX_PADDING:
+            reasons.append(f"padding must be the same int in [0, {MAX_PADDING}] on both axes, got {padding!r}")
     if groups != 1:
-        return f"groups must be 1, got {groups}"
+        reasons.append(f"groups must be 1, got {groups}")
     if padding_mode != "zeros":
-        return f"padding_mode must be 'zeros', got {padding_mode!r}"
-    return None
+        reasons.append(f"padding_mode must be 'zeros', got {padding_mode!r}")
+    return reasons
+
+
+def unsupported_reason(in_channels, out_channels, kernel_size, stride, padding, dilation=1,
+                       groups=1, padding_mode="zeros") -> Optional[str]:
+    """Why ``nn.Conv2d`` with these arguments is not a layer the op runs (the first reason of
+    :func:`unsupported_reasons`), or None where it is."""
+    reasons = unsupported_reasons(in_channels, out_channels, kernel_size, stride, padding,
+                                  dilation, groups, padding_mode)
+    return reasons[0] if reasons else None
 
 
 class AlexConv2d(nn.Module):
