@@ -1,17 +1,25 @@
 // CPU backend: splits the output into bands of rows and columns, stages each
 // band's input as zero-padded float, and runs the micro-kernel for this CPU's
-// instruction set on it (conv1_cpu_kernel.cpp). Float accumulation for every
-// dtype; int64 indexing throughout.
-#include <ATen/Dispatch.h>
+// instruction set on it (conv1_cpu_kernel.cpp), which rounds 16-bit outputs itself.
+// Float accumulation for every dtype; int64 indexing throughout. Where ATen's own
+// convolution is measured faster (bfloat16 on CPUs with bfloat16 dot products), the
+// call goes there instead, under the same contract; ALEXCONV_CPU_KERNEL forces a path.
 #include <ATen/Parallel.h>
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_convolution.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
 
 #include "../compat.h"
 #include "../conv1_checks.h"
@@ -26,16 +34,125 @@ namespace {
 constexpr int64_t kMaxBandRows = 8;
 constexpr int64_t kMaxBandCols = 64;
 
-// Follows ATen's choice (ATEN_CPU_CAPABILITY overrides it, as for ATen's own kernels).
-cpu::Kernel select_kernel() {
-#if defined(ALEXCONV_CPU_HAS_AVX2)
-  const std::string capability = compat::cpu_capability();
-  if ((capability == "AVX2" || capability == "AVX512") && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma")) {
-    return cpu::avx2_kernel();
+// The CPU paths: our micro-kernel per instruction set, or ATen's convolution.
+enum class Path { kBaseline, kAvx2, kAvx512, kAten };
+
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::kBaseline: return "cpu_baseline";
+    case Path::kAvx2: return "cpu_avx2";
+    case Path::kAvx512: return "cpu_avx512";
+    case Path::kAten: return "aten";
+  }
+  return "?";
+}
+
+// What this CPU (and the OS: __builtin_cpu_supports checks that it saves the vector
+// registers) offers the paths, and whether this build has their kernels.
+struct CpuFeatures {
+  bool avx2 = false;       // AVX2 + FMA + F16C: the avx2 kernel
+  bool avx512 = false;     // AVX-512 F/BW/DQ/VL + AVX2 + FMA + F16C: the avx512 kernel (ATen's AVX512)
+  bool bf16_dot = false;   // AVX512-BF16 or AMX-BF16: oneDNN's bfloat16 convolution has dot products
+};
+
+CpuFeatures detect_features() {
+  CpuFeatures f;
+#if defined(ALEXCONV_CPU_HAS_AVX2) && (defined(__x86_64__) || defined(_M_X64))
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  f.avx2 = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+  f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
+  if (__builtin_cpu_supports("avx512f")) {
+    // CPUID leaf 7: subleaf 1 EAX bit 5 is AVX512_BF16, subleaf 0 EDX bit 22 AMX-BF16.
+    const bool avx512_bf16 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+    const bool amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));
+    f.bf16_dot = avx512_bf16 || amx_bf16;
   }
 #endif
-  return cpu::baseline_kernel();
+  return f;
+}
+
+const CpuFeatures& features() {
+  static const CpuFeatures f = detect_features();
+  return f;
+}
+
+// ALEXCONV_CPU_KERNEL (read once per process): unset, empty or "auto" lets the op choose;
+// baseline, avx2, avx512 or aten force that path for every call, where this CPU and build can
+// run it. An unknown or unsupported value fails every call with the reason.
+struct Forced {
+  bool forced = false;
+  Path path = Path::kBaseline;
+  std::string error;
+};
+
+Forced parse_forced() {
+  const char* env = std::getenv("ALEXCONV_CPU_KERNEL");
+  const std::string value = env ? env : "";
+  Forced f;
+  if (value.empty() || value == "auto") return f;
+  f.forced = true;
+  const CpuFeatures& cpu = features();
+  if (value == "baseline") {
+    f.path = Path::kBaseline;
+  } else if (value == "aten") {
+    f.path = Path::kAten;
+  } else if (value == "avx2") {
+    f.path = Path::kAvx2;
+    if (!cpu.avx2) {
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+      f.error = "ALEXCONV_CPU_KERNEL=avx2, but this CPU lacks AVX2, FMA or F16C";
+#else
+      f.error = "ALEXCONV_CPU_KERNEL=avx2, but this build has no AVX2 kernel (x86-64 only)";
+#endif
+    }
+  } else if (value == "avx512") {
+    f.path = Path::kAvx512;
+    if (!cpu.avx512) {
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+      f.error = "ALEXCONV_CPU_KERNEL=avx512, but this CPU lacks one of AVX-512 F, BW, DQ, VL "
+                "(or AVX2, FMA, F16C)";
+#else
+      f.error = "ALEXCONV_CPU_KERNEL=avx512, but this build has no AVX-512 kernel (x86-64 only)";
+#endif
+    }
+  } else {
+    f.error = "ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512 or aten, got '" + value + "'";
+  }
+  return f;
+}
+
+// The path a call takes. Unforced: the micro-kernel for ATen's CPU capability (so
+// ATEN_CPU_CAPABILITY steers both, as for ATen's own kernels), except bfloat16 on CPUs with
+// bfloat16 dot products, where oneDNN's convolution is faster than our kernel, which widens
+// bfloat16 to float32 (0.56-0.62x of it on a Zen 4, issue 65).
+Path choose_path(at::ScalarType dtype) {
+  static const Forced forced = parse_forced();
+  TORCH_CHECK(forced.error.empty(), "alexconv::conv1: ", forced.error);
+  if (forced.forced) return forced.path;
+  const CpuFeatures& cpu = features();
+  if (dtype == at::kBFloat16 && cpu.bf16_dot) return Path::kAten;
+  const std::string capability = compat::cpu_capability();
+  if (capability == "AVX512" && cpu.avx512) return Path::kAvx512;
+  if ((capability == "AVX2" || capability == "AVX512") && cpu.avx2) return Path::kAvx2;
+  return Path::kBaseline;
+}
+
+const cpu::Kernel& kernel_for(Path path) {
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+  static const cpu::Kernel avx512 = cpu::avx512_kernel();
+  if (path == Path::kAvx512) return avx512;
+#endif
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+  static const cpu::Kernel avx2 = cpu::avx2_kernel();
+  if (path == Path::kAvx2) return avx2;
+#endif
+  static const cpu::Kernel baseline = cpu::baseline_kernel();
+  TORCH_INTERNAL_ASSERT(path == Path::kBaseline, "no CPU kernel for ", path_name(path));
+  return baseline;
 }
 
 struct Strides4 {
@@ -115,37 +232,6 @@ int64_t band_rows(int64_t batch, int64_t out_h, int64_t col_bands) {
   return rows;
 }
 
-// For 16-bit outputs: computes the band into float scratch laid out like the output
-// (channels innermost for channels_last), then rounds it into place in that order, applying
-// relu to the rounded value (so that the result is F.relu of the unfused op's, -0.0 included).
-template <typename scalar_t>
-void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, bool relu, const float* weights,
-                        const float* bias, float* scratch, scalar_t* out, const Strides4& os) {
-  const int64_t rows = band.out_rows, cols = band.out_cols, channels = band.channels;
-  const bool channels_last = os.c == 1;
-  band.out = scratch;
-  band.channel_stride = channels_last ? 1 : rows * cols;
-  band.row_stride = channels_last ? cols * channels : cols;
-  band.col_stride = channels_last ? channels : 1;
-  band.relu = false;
-  kernel.run_band(band, weights, bias);
-  auto round = [&](int64_t c, int64_t y, int64_t x) {
-    scalar_t v = static_cast<scalar_t>(
-        scratch[c * band.channel_stride + y * band.row_stride + x * band.col_stride]);
-    if (relu && v < scalar_t(0)) v = scalar_t(0);  // at::relu's rule: NaN stays NaN
-    out[c * os.c + y * os.h + x * os.w] = v;
-  };
-  if (channels_last) {
-    for (int64_t y = 0; y < rows; ++y)
-      for (int64_t x = 0; x < cols; ++x)
-        for (int64_t c = 0; c < channels; ++c) round(c, y, x);
-  } else {
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t y = 0; y < rows; ++y)
-        for (int64_t x = 0; x < cols; ++x) round(c, y, x);
-  }
-}
-
 template <typename scalar_t>
 void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
                     const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
@@ -162,12 +248,12 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
   const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
   scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
   const Strides4 is(input), os(out);
-  constexpr bool kFloatOut = std::is_same_v<scalar_t, float>;
+  constexpr cpu::OutType out_type = std::is_same_v<scalar_t, float>    ? cpu::OutType::kFloat32
+                                    : std::is_same_v<scalar_t, at::Half> ? cpu::OutType::kFloat16
+                                                                         : cpu::OutType::kBFloat16;
 
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(max_rows) * window_extent(max_cols));
-    // Float scratch for 16-bit outputs, which are rounded once at the end.
-    std::vector<float> out_f(kFloatOut ? 0 : channels * max_rows * max_cols);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
       const int64_t y0 = item / col_bands % row_bands * max_rows;
@@ -176,32 +262,44 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
       stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
                   kStride * x0 - pad, in_cols, staged.data());
-
-      scalar_t* out_band = out_ptr + n * os.n + y0 * os.h + x0 * os.w;
-      cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
-                     nullptr, 0, 0, 0, channels, relu};
-      if constexpr (kFloatOut) {
-        band.out = out_band;
-        band.channel_stride = os.c, band.row_stride = os.h, band.col_stride = os.w;
-        kernel.run_band(band, weights.data(), bias_f.data());
-      } else {
-        compute_then_round(kernel, band, relu, weights.data(), bias_f.data(), out_f.data(), out_band, os);
-      }
+      const cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
+                           out_ptr + n * os.n + y0 * os.h + x0 * os.w, out_type,
+                           os.c, os.h, os.w, channels, relu};
+      kernel.run_band(band, weights.data(), bias_f.data());
     }
   });
+}
+
+// ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
+// format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
+// micro-kernel follows).
+at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor out) {
+  const int64_t stride = kStride, dilation = 1;
+  const at::Context& ctx = at::globalContext();
+  at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
+                                  /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+                                  ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
+                                  ctx.userEnabledCuDNN(), /*allow_tf32=*/false);
+  if (y.strides() != out.strides()) y = out.copy_(y);
+  return relu ? y.relu_() : y;
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
                      const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
                      bool relu) {
   check_conv1_args(input, weight, bias, padding);
+  const Path path = choose_path(input.scalar_type());
   at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return out;
-  static const cpu::Kernel kernel = select_kernel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(),
-                                  "alexconv_conv1_cpu", [&] {
-                                    conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, padding, relu, out);
-                                  });
+  if (path == Path::kAten) return conv1_aten(input, weight, bias, padding, relu, out);
+  const cpu::Kernel& kernel = kernel_for(path);
+  switch (input.scalar_type()) {
+    case at::kFloat: conv1_cpu_impl<float>(kernel, input, weight, bias, padding, relu, out); break;
+    case at::kHalf: conv1_cpu_impl<at::Half>(kernel, input, weight, bias, padding, relu, out); break;
+    case at::kBFloat16: conv1_cpu_impl<at::BFloat16>(kernel, input, weight, bias, padding, relu, out); break;
+    default: TORCH_INTERNAL_ASSERT(false, "check_conv1_args let ", input.scalar_type(), " through");
+  }
   return out;
 }
 
@@ -214,6 +312,6 @@ TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
                             const c10::optional<at::Tensor>& bias, bool, int64_t padding,
                             bool) -> std::string {
     alexconv::check_conv1_args(input, weight, bias, padding);
-    return "cpu";
+    return alexconv::path_name(alexconv::choose_path(input.scalar_type()));
   });
 }
