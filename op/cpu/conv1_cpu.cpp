@@ -20,6 +20,9 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "../compat.h"
 #include "../conv1_checks.h"
@@ -301,6 +304,26 @@ BandGrid band_grid(int64_t batch, int64_t out_h, int64_t out_w) {
   return g;
 }
 
+// A fresh output of a large call is memory the kernel is about to write in full. Linux maps
+// large allocations anew on each call (glibc: from 32 MB on) and faults them in a 4 KB page at
+// a time: 8 of the 30 ms of a batch-32 float32 call (37 MB) on 2 cores. Advised to use
+// transparent huge pages (where THP is in "madvise" mode; "always" has them anyway), the
+// 2 MB-aligned inside of the output faults in 2 MB at a time: 30 -> 25 ms, and batch 64
+// 60 -> 47 ms. The advice covers only the output's own pages and changes no value.
+void advise_huge_pages(void* data, int64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  if (bytes < 2 * static_cast<int64_t>(kHuge)) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (begin + static_cast<uintptr_t>(bytes)) & ~(kHuge - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // advice only
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
 template <typename scalar_t>
 void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
                     const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
@@ -314,6 +337,7 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 
   const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
   scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
+  advise_huge_pages(out_ptr, out.numel() * static_cast<int64_t>(sizeof(scalar_t)));
   const Strides4 is(input), os(out);
   constexpr cpu::OutType out_type = std::is_same_v<scalar_t, float>    ? cpu::OutType::kFloat32
                                     : std::is_same_v<scalar_t, at::Half> ? cpu::OutType::kFloat16
