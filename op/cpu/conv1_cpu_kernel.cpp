@@ -153,24 +153,51 @@ inline void store_lanes(uint16_t* out, Bits r, int channels, int64_t channel_str
 }
 
 // Rounds (16-bit outputs), applies relu and stores one accumulator vector of one pixel.
+template <OutType T>
 inline void store_vector(const Band& band, Vec v, int64_t offset, int channels) {
+  if constexpr (T == OutType::kFloat32) {
+    store_lanes(static_cast<float*>(band.out) + offset, band.relu ? relu_lanes(v) : v, channels,
+                band.channel_stride);
+  } else if constexpr (T == OutType::kBFloat16) {
+    const Bits r = to_bfloat16(v);
+    store_lanes(static_cast<uint16_t*>(band.out) + offset, band.relu ? relu_bits(r, 0x7f80u) : r,
+                channels, band.channel_stride);
+  } else {
+    const Bits r = to_float16(v);
+    store_lanes(static_cast<uint16_t*>(band.out) + offset, band.relu ? relu_bits(r, 0x7c00u) : r,
+                channels, band.channel_stride);
+  }
+}
+
+// Stores the first `pixels` of a tile's N pixels, pixel j's two vectors at lo_offset +
+// pixel_offset[j] and hi_offset + pixel_offset[j]. One switch on the output type per tile:
+// one per vector made AVX2's NCHW stores 5% slower (Intel Xeon).
+template <OutType T, int N>
+inline void store_tile_as(const Band& band, const Vec (&lo)[N], const Vec (&hi)[N], int pixels,
+                          int channels, int64_t lo_offset, int64_t hi_offset,
+                          const int64_t (&pixel_offset)[N]) {
+#pragma GCC unroll 12
+  for (int j = 0; j < N; ++j) {
+    if (j >= pixels) break;
+    store_vector<T>(band, lo[j], lo_offset + pixel_offset[j], channels);
+    if (channels > kLanes) store_vector<T>(band, hi[j], hi_offset + pixel_offset[j], channels - kLanes);
+  }
+}
+
+template <int N>
+inline void store_tile(const Band& band, const Vec (&lo)[N], const Vec (&hi)[N], int pixels,
+                       int channels, int64_t lo_offset, int64_t hi_offset,
+                       const int64_t (&pixel_offset)[N]) {
   switch (band.out_type) {
     case OutType::kFloat32:
-      store_lanes(static_cast<float*>(band.out) + offset, band.relu ? relu_lanes(v) : v, channels,
-                  band.channel_stride);
+      store_tile_as<OutType::kFloat32>(band, lo, hi, pixels, channels, lo_offset, hi_offset, pixel_offset);
       break;
-    case OutType::kBFloat16: {
-      const Bits r = to_bfloat16(v);
-      store_lanes(static_cast<uint16_t*>(band.out) + offset, band.relu ? relu_bits(r, 0x7f80u) : r,
-                  channels, band.channel_stride);
+    case OutType::kBFloat16:
+      store_tile_as<OutType::kBFloat16>(band, lo, hi, pixels, channels, lo_offset, hi_offset, pixel_offset);
       break;
-    }
-    case OutType::kFloat16: {
-      const Bits r = to_float16(v);
-      store_lanes(static_cast<uint16_t*>(band.out) + offset, band.relu ? relu_bits(r, 0x7c00u) : r,
-                  channels, band.channel_stride);
+    case OutType::kFloat16:
+      store_tile_as<OutType::kFloat16>(band, lo, hi, pixels, channels, lo_offset, hi_offset, pixel_offset);
       break;
-    }
   }
 }
 
@@ -207,38 +234,47 @@ inline void transpose16(__m512 (&r)[16]) {
 
 // Stores lanes [0, pixels) of v (consecutive pixels of one channel) to out + offset on,
 // rounded and relu'd as store_vector does.
+template <OutType T>
 inline void store_pixels(const Band& band, Vec v, int64_t offset, int pixels) {
   const __mmask16 mask = static_cast<__mmask16>((1u << pixels) - 1);
-  if (band.out_type == OutType::kFloat32) {
+  if constexpr (T == OutType::kFloat32) {
     _mm512_mask_storeu_ps(static_cast<float*>(band.out) + offset, mask,
                           (__m512)(band.relu ? relu_lanes(v) : v));
-    return;
-  }
-  Bits r;
-  if (band.out_type == OutType::kBFloat16) {
-    r = to_bfloat16(v);
-    if (band.relu) r = relu_bits(r, 0x7f80u);
   } else {
-    r = to_float16(v);
-    if (band.relu) r = relu_bits(r, 0x7c00u);
+    Bits r;
+    if constexpr (T == OutType::kBFloat16) {
+      r = to_bfloat16(v);
+      if (band.relu) r = relu_bits(r, 0x7f80u);
+    } else {
+      r = to_float16(v);
+      if (band.relu) r = relu_bits(r, 0x7c00u);
+    }
+    const Halves h = __builtin_convertvector(r, Halves);
+    _mm256_mask_storeu_epi16(static_cast<uint16_t*>(band.out) + offset, mask, (__m256i)h);
   }
-  const Halves h = __builtin_convertvector(r, Halves);
-  _mm256_mask_storeu_epi16(static_cast<uint16_t*>(band.out) + offset, mask, (__m256i)h);
 }
 
 // One vector of channels for P pixels, in a layout with unit column stride (NCHW): a
 // transpose, then one masked store per channel, instead of P scalar stores per channel.
-template <int P>
+template <OutType T, int P>
 inline void store_transposed(const Band& band, const Vec (&acc)[P], int64_t offset, int channels) {
   __m512 r[16];
   for (int j = 0; j < P; ++j) r[j] = (__m512)acc[j];
   transpose16<P>(r);
   for (int c = 0; c < kLanes && c < channels; ++c) {
-    store_pixels(band, (Vec)r[c], offset + c * band.channel_stride, P);
+    store_pixels<T>(band, (Vec)r[c], offset + c * band.channel_stride, P);
   }
+}
+
+template <OutType T, int P>
+inline void store_tile_transposed(const Band& band, const Vec (&lo)[P], const Vec (&hi)[P],
+                                  int channels, int64_t lo_offset, int64_t hi_offset) {
+  store_transposed<T, P>(band, lo, lo_offset, channels);
+  if (channels > kLanes) store_transposed<T, P>(band, hi, hi_offset, channels - kLanes);
 }
 #endif
 
+#if defined(__AVX512F__)
 // One micro-tile: P consecutive pixels of one output row (window is the first one's 11x11x3
 // window; the next pixel's starts kStride columns on) and kChannelBlock channels from c0
 // (weights w, packed [tap][channel]). Channels from `channels` on pad the last channel block
@@ -278,18 +314,23 @@ void multiply_tile(const Band& band, const float* window, int channels, const fl
   }
   const int64_t lo_offset = out_offset + c0 * band.channel_stride;
   const int64_t hi_offset = out_offset + (c0 + kLanes) * band.channel_stride;
-#if defined(__AVX512F__)
   if (band.col_stride == 1 && band.channel_stride != 1) {
-    store_transposed<P>(band, lo, lo_offset, channels);
-    if (channels > kLanes) store_transposed<P>(band, hi, hi_offset, channels - kLanes);
+    switch (band.out_type) {
+      case OutType::kFloat32:
+        store_tile_transposed<OutType::kFloat32, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+      case OutType::kBFloat16:
+        store_tile_transposed<OutType::kBFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+      case OutType::kFloat16:
+        store_tile_transposed<OutType::kFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+    }
     return;
   }
-#endif
-#pragma GCC unroll 12
-  for (int j = 0; j < P; ++j) {
-    store_vector(band, lo[j], lo_offset + j * band.col_stride, channels);
-    if (channels > kLanes) store_vector(band, hi[j], hi_offset + j * band.col_stride, channels - kLanes);
-  }
+  int64_t pixel_offset[P];
+  for (int j = 0; j < P; ++j) pixel_offset[j] = j * band.col_stride;
+  store_tile<P>(band, lo, hi, P, channels, lo_offset, hi_offset, pixel_offset);
 }
 
 using TileFn = void (*)(const Band&, const float*, int, const float*, const float*, int64_t, int64_t);
@@ -306,9 +347,8 @@ using Tiles = TileTable<std::make_integer_sequence<int, kTile>>;
 
 void run_band(const Band& band, const float* packed_weights, const float* bias) {
   // Each row splits into the fewest tiles of at most kTile pixels, as even as can be
-  // (55 columns: five of 11 under AVX-512, five of 6 and five of 5 under AVX2): no tile
-  // computes padding, and none but in rows under kTile pixels has fewer than half the lanes'
-  // worth of independent FMA chains.
+  // (55 columns: five of 11): no tile computes padding, and none but in rows under kTile
+  // pixels has fewer than half the lanes' worth of independent FMA chains.
   const int64_t cols = band.out_cols;
   const int64_t tiles = (cols + kTile - 1) / kTile;
   for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
@@ -321,12 +361,76 @@ void run_band(const Band& band, const float* packed_weights, const float* bias) 
         const int64_t end = cols * (t + 1) / tiles;
         const int pixels = static_cast<int>(end - x);
         Tiles::fns[pixels - 1](band, band.image + kStride * (y * band.row_pitch + x), channels, w,
-                             bias + c0, c0, y * band.row_stride + x * band.col_stride);
+                               bias + c0, c0, y * band.row_stride + x * band.col_stride);
         x = end;
       }
     }
   }
 }
+
+#else  // SSE2, NEON, AVX2
+
+// One micro-tile: kTile pixels (window[j] is pixel j's 11x11x3 window) and kChannelBlock
+// channels (weights w, packed [tap][channel]) from c0. The pixels need not share a row (six
+// window pointers fit the general registers): only a band's last tile computes padding,
+// duplicates of its last pixel from `pixels` on, which are not stored, nor are channels from
+// `channels` on (zero weights padding the last block). Tiles within rows, as AVX-512's, split
+// 55 columns into tiles of 6 and 5 pixels: 4.5% slower under AVX2 (NCHW, Intel Xeon).
+void multiply_tile(const Band& band, const float* const window[kTile], int pixels, int channels,
+                   const float* w, const float* bias, int64_t c0, const int64_t (&out_pixel)[kTile]) {
+  const int64_t plane_pitch = band.plane_pitch, row_pitch = band.row_pitch;
+  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
+  Vec lo[kTile], hi[kTile];
+  // Unrolled whatever the optimisation level: a loop over lo[j] would put the
+  // accumulators on the stack.
+#pragma GCC unroll 6
+  for (int j = 0; j < kTile; ++j) {
+    lo[j] = bias_lo;
+    hi[j] = bias_hi;
+  }
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t r = 0; r < kKernel; ++r) {
+      const int64_t row = ci * plane_pitch + r * row_pitch;
+#pragma GCC unroll 11
+      for (int64_t s = 0; s < kKernel; ++s) {
+        const Vec w_lo = load(w), w_hi = load(w + kLanes);
+        w += kChannelBlock;
+#pragma GCC unroll 6
+        for (int j = 0; j < kTile; ++j) {
+          const float x = window[j][row + s];
+          lo[j] += w_lo * x;
+          hi[j] += w_hi * x;
+        }
+      }
+    }
+  }
+  store_tile<kTile>(band, lo, hi, pixels, channels, c0 * band.channel_stride,
+                    (c0 + kLanes) * band.channel_stride, out_pixel);
+}
+
+void run_band(const Band& band, const float* packed_weights, const float* bias) {
+  const int64_t pixels = band.out_rows * band.out_cols;
+  for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
+    const int channels =
+        static_cast<int>(band.channels - c0 < kChannelBlock ? band.channels - c0 : kChannelBlock);
+    // This block's weights, [kTaps][kChannelBlock], stay in L1 across the band.
+    const float* w = packed_weights + c0 * kTaps;
+    for (int64_t p0 = 0; p0 < pixels; p0 += kTile) {
+      const int count = static_cast<int>(pixels - p0 < kTile ? pixels - p0 : kTile);
+      const float* window[kTile];
+      int64_t out_pixel[kTile];
+      for (int j = 0; j < kTile; ++j) {
+        const int64_t p = p0 + (j < count ? j : count - 1);
+        const int64_t y = p / band.out_cols, x = p % band.out_cols;
+        window[j] = band.image + kStride * (y * band.row_pitch + x);
+        out_pixel[j] = y * band.row_stride + x * band.col_stride;
+      }
+      multiply_tile(band, window, count, channels, w, bias + c0, c0, out_pixel);
+    }
+  }
+}
+
+#endif
 
 }  // namespace
 
