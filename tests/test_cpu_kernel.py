@@ -27,18 +27,18 @@ FORCED = os.environ.get("ALEXCONV_CPU_KERNEL") or None
 if FORCED == "auto":
     FORCED = None
 
-# Bands are up to 8 output rows by 64 columns (fewer rows when the batch would give each
-# thread fewer than four bands) and micro-tiles are 6 (SSE2, AVX2) or 12 (AVX-512) output
-# pixels. With one thread these output sizes sit on and just past those edges:
-# (N, H, W) -> output rows x columns.
+# Bands are at most 8 output rows by 64 columns, as many as the threads share evenly, their rows
+# and columns split evenly; micro-tiles are 6 output pixels in any rows (SSE2, AVX2) or up to 12
+# of one row (AVX-512, each row split evenly). These output sizes sit on and just past those
+# edges: (N, H, W) -> output rows x columns.
 BAND_SHAPES = [
-    (1, 35, 259),  # 8 x 64: bands of 2 rows (one image), each 64 columns wide
-    (1, 39, 263),  # 9 x 65: one row and one column past a band
-    (3, 71, 519),  # 17 x 129: three column bands, the last one column wide
+    (1, 35, 259),  # 8 x 64: one band's full width
+    (1, 39, 263),  # 9 x 65: one row and one column past a band (column bands of 32 and 33)
+    (3, 71, 519),  # 17 x 129: three column bands
     (2, 7, 7),     # 1 x 1: a micro-tile with one real pixel
     (1, 227, 27),  # 56 x 6: one 6-pixel micro-tile per row, two rows per 12-pixel one
-    (4, 44, 60),   # 10 x 14: bands of 8 rows, then 2
-    (1, 71, 71),   # 17 x 17: bands of 4 rows, then 1
+    (4, 44, 60),   # 10 x 14: two row bands; rows of 14 as two AVX-512 tiles of 7
+    (1, 71, 71),   # 17 x 17: three row bands (four on 2 threads); rows as tiles of 8 and 9
     (1, 51, 51),   # 12 x 12: rows of exactly one 12-pixel micro-tile
 ]
 # Output channels around the channel blocks: 8 (SSE2), 16 (AVX2) and 32 (AVX-512) per block.
