@@ -36,7 +36,7 @@ BAND_SHAPES = [
     (1, 39, 263),  # 9 x 65: one row and one column past a band (column bands of 32 and 33)
     (3, 71, 519),  # 17 x 129: three column bands
     (2, 7, 7),     # 1 x 1: a micro-tile with one real pixel
-    (1, 227, 27),  # 56 x 6: one 6-pixel micro-tile per row, two rows per 12-pixel one
+    (1, 227, 27),  # 56 x 6: one 6-pixel micro-tile per row, AVX-512 too
     (4, 44, 60),   # 10 x 14: two row bands; rows of 14 as two AVX-512 tiles of 7
     (1, 71, 71),   # 17 x 17: three row bands (four on 2 threads); rows as tiles of 8 and 9
     (1, 51, 51),   # 12 x 12: rows of exactly one 12-pixel micro-tile
