@@ -40,6 +40,9 @@ struct Kernel {
   // bias: ceil(channels / channel_block) * channel_block floats (zeros where the call has
   // none, and past `channels`).
   void (*run_band)(const Band& band, const float* packed_weights, const float* bias);
+  // Packs contiguous float weights ([channels][kTaps]) as above, or is null where the caller
+  // packs them itself.
+  void (*pack_weights)(const float* weights, int64_t channels, float* packed);
 };
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
