@@ -239,9 +239,12 @@ void widen(const scalar_t* src, int64_t stride, int64_t n, float* dst) {
 
 // Copies input rows [iy0, iy0 + rows) x columns [ix0, ix0 + cols) of one image into
 // dst ([3][rows][cols], float), with zeros wherever that range leaves the image.
+// float16 rows go through the kernel's widen_float16 where it has one (row_tmp: 3 * cols
+// floats for channels-last rows).
 template <typename scalar_t>
-void stage_input(const scalar_t* image, const Strides4& is, int64_t height, int64_t width,
-                 int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst) {
+void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides4& is, int64_t height,
+                 int64_t width, int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst,
+                 float* row_tmp) {
   const int64_t x_begin = std::clamp<int64_t>(-ix0, 0, cols);
   const int64_t x_end = std::clamp<int64_t>(width - ix0, x_begin, cols);
   const int64_t n = x_end - x_begin, plane = rows * cols;
@@ -260,6 +263,25 @@ void stage_input(const scalar_t* image, const Strides4& is, int64_t height, int6
       std::fill(row + x_end, row + cols, 0.f);
     }
     const scalar_t* src = image + iy * is.h + (ix0 + x_begin) * is.w;
+    if constexpr (std::is_same_v<scalar_t, at::Half>) {
+      if (kernel.widen_float16 && (interleaved || is.w == 1)) {
+        const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
+        if (interleaved) {
+          kernel.widen_float16(bits, kInChannels * n, row_tmp);
+          float* d0 = d[0] + x_begin;
+          float* d1 = d[1] + x_begin;
+          float* d2 = d[2] + x_begin;
+          for (int64_t x = 0; x < n; ++x) {
+            d0[x] = row_tmp[3 * x];
+            d1[x] = row_tmp[3 * x + 1];
+            d2[x] = row_tmp[3 * x + 2];
+          }
+        } else {
+          for (int64_t ci = 0; ci < kInChannels; ++ci) kernel.widen_float16(bits + ci * is.c, n, d[ci] + x_begin);
+        }
+        continue;
+      }
+    }
     if (interleaved) {
       float* d0 = d[0] + x_begin;
       float* d1 = d[1] + x_begin;
@@ -354,6 +376,7 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(grid.max_rows) * window_extent(grid.max_cols));
+    std::vector<float> row_tmp(std::is_same_v<scalar_t, at::Half> ? kInChannels * window_extent(grid.max_cols) : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
       const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;
@@ -361,8 +384,8 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
       const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
       const int64_t rows = y1 - y0, cols = x1 - x0;
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
-      stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
-                  kStride * x0 - pad, in_cols, staged.data());
+      stage_input(kernel, in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
+                  kStride * x0 - pad, in_cols, staged.data(), row_tmp.data());
       const cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
                            out_ptr + n * os.n + y0 * os.h + x0 * os.w, out_type,
                            os.c, os.h, os.w, channels, relu};

@@ -457,13 +457,39 @@ void pack_weights(const float* weights, int64_t channels, float* packed) {
 }
 #endif
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
+// Kernel::widen_float16: staging float16 input through c10::Half's software conversion made
+// float16 calls 15-20% slower than bfloat16 ones.
+void widen_float16(const uint16_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+  if (i < n) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, mask, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, src + i)));
+  }
+#else
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+#endif
+}
+#define ALEXCONV_WIDEN_FLOAT16 &widen_float16
+#else
+#define ALEXCONV_WIDEN_FLOAT16 nullptr
+#endif
+
 }  // namespace
 
 Kernel ALEXCONV_CONCAT(ALEXCONV_CPU_ISA, _kernel)() {
 #if defined(__AVX512F__)
-  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, &pack_weights};
+  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, &pack_weights,
+                ALEXCONV_WIDEN_FLOAT16};
 #else
-  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr};
+  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr, ALEXCONV_WIDEN_FLOAT16};
 #endif
 }
 

@@ -43,6 +43,9 @@ struct Kernel {
   // Packs contiguous float weights ([channels][kTaps]) as above, or is null where the caller
   // packs them itself.
   void (*pack_weights)(const float* weights, int64_t channels, float* packed);
+  // dst[i] = float(src[i]) for n float16 values (F16C / AVX-512F vcvtph2ps), or null where the
+  // build has no conversion instruction.
+  void (*widen_float16)(const uint16_t* src, int64_t n, float* dst);
 };
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
