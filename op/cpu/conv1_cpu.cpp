@@ -7,7 +7,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/_convolution.h>
+#include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <algorithm>
