@@ -52,7 +52,16 @@ def cpu_info() -> dict:
 
 
 def aten_capability() -> str:
-    return getattr(torch.backends.cpu, "get_cpu_capability", lambda: "unknown (torch < 2.1)")()
+    cpu = getattr(torch.backends, "cpu", None)
+    return cpu.get_cpu_capability() if hasattr(cpu, "get_cpu_capability") else "unknown (torch < 2.1)"
+
+
+def fmt(ms):
+    return "n/a" if ms is None else f"{ms:.3g}"
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else f"{r:.2f}x"
 
 
 def contenders(x, w, b, dtype):
@@ -99,6 +108,14 @@ def main() -> None:
         x = torch.rand(batch, 3, args.size, args.size, generator=gen)
         for dtype in args.dtypes:
             fns = contenders(x, w, b, DTYPES[dtype])
+            missing = []
+            for name, fn in list(fns.items()):
+                try:
+                    fn()
+                except RuntimeError as e:  # torch 1.13: no float16 F.conv2d on CPU
+                    print(f"  batch {batch:3d} {dtype:9s}: {name} fails: {str(e).splitlines()[0]}")
+                    missing.append(name)
+                    del fns[name]
             medians = {name: [] for name in fns}
             for _ in range(args.rounds):
                 for name, fn in fns.items():
@@ -106,14 +123,19 @@ def main() -> None:
                         min_run_time=args.min_run_time)
                     medians[name].append(m.median * 1e3)
             ms = {name: statistics.median(v) for name, v in medians.items()}
-            best_aten = min(ms["F.conv2d NCHW"], ms["F.conv2d channels_last"])
+            ms.update({name: None for name in missing})
+            aten = [ms[n] for n in ("F.conv2d NCHW", "F.conv2d channels_last") if ms[n] is not None]
+            best_aten = min(aten) if aten else None
+
+            def ratio(name):
+                return best_aten / ms[name] if best_aten is not None and ms[name] is not None else None
+
             row = {"batch": batch, "dtype": dtype, "ms": ms, "path": paths[dtype],
-                   "ratio_nchw": best_aten / ms["alexconv NCHW"],
-                   "ratio_channels_last": best_aten / ms["alexconv channels_last"]}
+                   "ratio_nchw": ratio("alexconv NCHW"), "ratio_channels_last": ratio("alexconv channels_last")}
             rows.append(row)
-            print(f"  batch {batch:3d} {dtype:9s}: " + ", ".join(f"{n} {t:.3f}" for n, t in ms.items())
-                  + f" ms; ratio to the best F.conv2d {row['ratio_nchw']:.2f}x / {row['ratio_channels_last']:.2f}x",
-                  flush=True)
+            print(f"  batch {batch:3d} {dtype:9s}: " + ", ".join(f"{n} {fmt(t)}" for n, t in ms.items())
+                  + f" ms; ratio to the best F.conv2d {fmt_ratio(row['ratio_nchw'])} / "
+                  f"{fmt_ratio(row['ratio_channels_last'])}", flush=True)
     load_after = os.getloadavg()
     print(f"load average after: {' '.join(f'{v:.2f}' for v in load_after)}")
 
@@ -122,9 +144,9 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for r in rows:
         ms = r["ms"]
-        print(f"| {r['batch']} | {SHORT[r['dtype']]} ({r['path']}) | {ms['alexconv NCHW']:.3g} / "
-              f"{ms['alexconv channels_last']:.3g} | {ms['F.conv2d NCHW']:.3g} / {ms['F.conv2d channels_last']:.3g} | "
-              f"{r['ratio_nchw']:.2f}x / {r['ratio_channels_last']:.2f}x |")
+        print(f"| {r['batch']} | {SHORT[r['dtype']]} ({r['path']}) | {fmt(ms['alexconv NCHW'])} / "
+              f"{fmt(ms['alexconv channels_last'])} | {fmt(ms['F.conv2d NCHW'])} / {fmt(ms['F.conv2d channels_last'])} | "
+              f"{fmt_ratio(r['ratio_nchw'])} / {fmt_ratio(r['ratio_channels_last'])} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"cpu": cpu, "threads": args.threads, "torch": torch.__version__,

@@ -397,16 +397,50 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 // ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
 // format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
 // micro-kernel follows).
-at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor out) {
+at::Tensor aten_convolution(const at::Tensor& input, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias, int64_t pad) {
   const int64_t stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
-  at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
-                                  /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
-                                  ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
-                                  ctx.userEnabledCuDNN(), /*allow_tf32=*/false);
+  return at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
+                          /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+                          ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
+                          ctx.userEnabledCuDNN(), /*allow_tf32=*/false);
+}
+
+// Whether ATen has a float16 convolution on CPU (torch 1.13 has none: "slow_conv2d_cpu" not
+// implemented for 'Half'), probed once on a 1x1 call.
+bool aten_has_float16_convolution() {
+  static const bool has = [] {
+    try {
+      const at::Tensor one = at::ones({1, 1, 1, 1}, at::TensorOptions().dtype(at::kHalf));
+      at::_convolution(one, one, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1, false, false,
+                       false, false);
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+// ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
+// format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
+// micro-kernel follows). float16 where ATen has no float16 convolution (only when forced:
+// ALEXCONV_CPU_KERNEL=aten): ATen's float32 convolution of the same values, rounded once.
+at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor out) {
+  at::Tensor y;
+  if (input.scalar_type() == at::kHalf && !aten_has_float16_convolution()) {
+    c10::optional<at::Tensor> bias_f;
+    if (bias.has_value() && bias->defined()) bias_f = bias->to(at::kFloat);
+    y = out.copy_(aten_convolution(input.to(at::kFloat), weight.to(at::kFloat), bias_f, pad));
+  } else {
+    y = aten_convolution(input, weight, bias, pad);
+  }
   if (y.strides() != out.strides()) y = out.copy_(y);
-  return relu ? y.relu_() : y;
+  if (!relu) return y;
+  // float16 by at::relu's rule spelled out: torch 1.13 has no float16 relu on CPU.
+  return y.scalar_type() == at::kHalf ? y.masked_fill_(y.lt(0), 0) : y.relu_();
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
