@@ -239,8 +239,8 @@ void widen(const scalar_t* src, int64_t stride, int64_t n, float* dst) {
 
 // Copies input rows [iy0, iy0 + rows) x columns [ix0, ix0 + cols) of one image into
 // dst ([3][rows][cols], float), with zeros wherever that range leaves the image.
-// float16 rows go through the kernel's widen_float16 where it has one (row_tmp: 3 * cols
-// floats for channels-last rows).
+// float16 rows go through the kernel's widen_float16 and channels-last rows through its split3
+// where it has them (row_tmp: 3 * cols floats, for 16-bit channels-last rows).
 template <typename scalar_t>
 void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides4& is, int64_t height,
                  int64_t width, int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst,
@@ -263,35 +263,40 @@ void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides
       std::fill(row + x_end, row + cols, 0.f);
     }
     const scalar_t* src = image + iy * is.h + (ix0 + x_begin) * is.w;
-    if constexpr (std::is_same_v<scalar_t, at::Half>) {
-      if (kernel.widen_float16 && (interleaved || is.w == 1)) {
-        const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
-        if (interleaved) {
-          kernel.widen_float16(bits, kInChannels * n, row_tmp);
-          float* d0 = d[0] + x_begin;
-          float* d1 = d[1] + x_begin;
-          float* d2 = d[2] + x_begin;
-          for (int64_t x = 0; x < n; ++x) {
-            d0[x] = row_tmp[3 * x];
-            d1[x] = row_tmp[3 * x + 1];
-            d2[x] = row_tmp[3 * x + 2];
-          }
-        } else {
-          for (int64_t ci = 0; ci < kInChannels; ++ci) kernel.widen_float16(bits + ci * is.c, n, d[ci] + x_begin);
-        }
-        continue;
-      }
-    }
     if (interleaved) {
+      // The row's 3n values as floats, then split into the planes.
+      const float* values = row_tmp;
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        values = src;
+      } else if constexpr (std::is_same_v<scalar_t, at::Half>) {
+        if (kernel.widen_float16) {
+          kernel.widen_float16(reinterpret_cast<const uint16_t*>(src), kInChannels * n, row_tmp);
+        } else {
+          widen(src, 1, kInChannels * n, row_tmp);
+        }
+      } else {
+        widen(src, 1, kInChannels * n, row_tmp);
+      }
       float* d0 = d[0] + x_begin;
       float* d1 = d[1] + x_begin;
       float* d2 = d[2] + x_begin;
+      if (kernel.split3) {
+        kernel.split3(values, n, d0, d1, d2);
+        continue;
+      }
       for (int64_t x = 0; x < n; ++x) {
-        d0[x] = static_cast<float>(src[3 * x]);
-        d1[x] = static_cast<float>(src[3 * x + 1]);
-        d2[x] = static_cast<float>(src[3 * x + 2]);
+        d0[x] = values[3 * x];
+        d1[x] = values[3 * x + 1];
+        d2[x] = values[3 * x + 2];
       }
       continue;
+    }
+    if constexpr (std::is_same_v<scalar_t, at::Half>) {
+      if (kernel.widen_float16 && is.w == 1) {
+        const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
+        for (int64_t ci = 0; ci < kInChannels; ++ci) kernel.widen_float16(bits + ci * is.c, n, d[ci] + x_begin);
+        continue;
+      }
     }
     for (int64_t ci = 0; ci < kInChannels; ++ci) widen(src + ci * is.c, is.w, n, d[ci] + x_begin);
   }
@@ -376,7 +381,7 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
 
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(grid.max_rows) * window_extent(grid.max_cols));
-    std::vector<float> row_tmp(std::is_same_v<scalar_t, at::Half> ? kInChannels * window_extent(grid.max_cols) : 0);
+    std::vector<float> row_tmp(std::is_same_v<scalar_t, float> ? 0 : kInChannels * window_extent(grid.max_cols));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
       const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;

@@ -482,14 +482,52 @@ void widen_float16(const uint16_t* src, int64_t n, float* dst) {
 #define ALEXCONV_WIDEN_FLOAT16 nullptr
 #endif
 
+#if defined(__AVX512F__)
+// Kernel::split3: 16 pixels at a time, each plane gathered from three vectors by two
+// two-source permutes. The caller's scalar loop took 6% of a channels_last float32 call.
+void split3(const float* src, int64_t n, float* d0, float* d1, float* d2) {
+  float* const dst[3] = {d0, d1, d2};
+  __m512i first[3], second[3];
+  for (int k = 0; k < 3; ++k) {
+    alignas(64) int32_t a[16], b[16];
+    for (int i = 0; i < 16; ++i) {
+      const int e = 3 * i + k;     // element e of the 48 loaded
+      a[i] = e < 32 ? e : 0;       // from the first two vectors (index bit 4: the second)
+      b[i] = e < 32 ? i : 16 + e - 32;  // kept from that, or from the third vector
+    }
+    first[k] = _mm512_load_si512(a);
+    second[k] = _mm512_load_si512(b);
+  }
+  for (int64_t i = 0; i < n; i += 16) {
+    const int pixels = static_cast<int>(n - i < 16 ? n - i : 16);
+    const int values = 3 * pixels;
+    auto mask_of = [](int count) {
+      return static_cast<__mmask16>(count >= 16 ? 0xffff : count <= 0 ? 0 : (1u << count) - 1);
+    };
+    const float* s = src + 3 * i;
+    const __m512 v0 = _mm512_maskz_loadu_ps(mask_of(values), s);
+    const __m512 v1 = _mm512_maskz_loadu_ps(mask_of(values - 16), s + 16);
+    const __m512 v2 = _mm512_maskz_loadu_ps(mask_of(values - 32), s + 32);
+    for (int k = 0; k < 3; ++k) {
+      const __m512 t = _mm512_permutex2var_ps(v0, first[k], v1);
+      _mm512_mask_storeu_ps(dst[k] + i, mask_of(pixels), _mm512_permutex2var_ps(t, second[k], v2));
+    }
+  }
+}
+#define ALEXCONV_SPLIT3 &split3
+#else
+#define ALEXCONV_SPLIT3 nullptr
+#endif
+
 }  // namespace
 
 Kernel ALEXCONV_CONCAT(ALEXCONV_CPU_ISA, _kernel)() {
 #if defined(__AVX512F__)
   return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, &pack_weights,
-                ALEXCONV_WIDEN_FLOAT16};
+                ALEXCONV_WIDEN_FLOAT16, ALEXCONV_SPLIT3};
 #else
-  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr, ALEXCONV_WIDEN_FLOAT16};
+  return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr, ALEXCONV_WIDEN_FLOAT16,
+                ALEXCONV_SPLIT3};
 #endif
 }
 

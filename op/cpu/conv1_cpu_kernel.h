@@ -46,6 +46,9 @@ struct Kernel {
   // dst[i] = float(src[i]) for n float16 values (F16C / AVX-512F vcvtph2ps), or null where the
   // build has no conversion instruction.
   void (*widen_float16)(const uint16_t* src, int64_t n, float* dst);
+  // d0[i], d1[i], d2[i] = src[3i], src[3i + 1], src[3i + 2] for i < n (a channels-last row into
+  // its three planes), or null where the caller does it itself.
+  void (*split3)(const float* src, int64_t n, float* d0, float* d1, float* d2);
 };
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
