@@ -4,7 +4,8 @@
 For each batch and dtype, times alexconv and F.conv2d with NCHW and with channels_last input and
 weight (torch.utils.benchmark: the median of blocked runs after warm-up, every contender in one
 process on the same seeded inputs, repeated in --rounds interleaved rounds whose medians are
-medianed again, as the CI machines are shared). Prints the CPU and its features, the path
+medianed again, as the CI machines are shared; glibc's allocator warmed up first, see
+--cold-allocator). Prints the CPU and its features, the path
 alexconv.conv1_kernel names for each dtype, the load average before and after, and a table with
 each alexconv layout's ratio to the best F.conv2d layout of the same dtype (> 1: alexconv faster).
 
@@ -85,7 +86,17 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per contender")
     p.add_argument("--min-run-time", type=float, default=0.5, help="seconds per contender and round")
     p.add_argument("--json", help="write the rows and the machine's facts here")
+    p.add_argument("--cold-allocator", action="store_true",
+                   help="skip the allocator warm-up (see below)")
     args = p.parse_args()
+
+    if not args.cold_allocator:
+        # glibc maps allocations above its threshold (128 KB at first) anew each time, faulting
+        # them in on every call, and raises the threshold to the size of a mapped block once it
+        # is freed, up to 32 MB. Without this warm-up F.conv2d NCHW's temporaries stayed above it
+        # here: 9.5 against 5.0 ms at batch 8 on 2 cores, a cost of this process's history that a
+        # long-running one need not pay. Outputs of 32 MB and more are mapped anew regardless.
+        torch.empty(30 << 20, dtype=torch.uint8).fill_(0)  # freed: the threshold becomes 30 MB
 
     torch.set_num_threads(args.threads)
     cpu = cpu_info()
@@ -152,7 +163,8 @@ def main() -> None:
             json.dump({"cpu": cpu, "threads": args.threads, "torch": torch.__version__,
                        "aten_cpu_capability": aten_capability(),
                        "size": args.size, "rounds": args.rounds, "min_run_time": args.min_run_time,
-                       "load_before": load_before, "load_after": load_after, "rows": rows}, f, indent=1)
+                       "warm_allocator": not args.cold_allocator, "load_before": load_before,
+                       "load_after": load_after, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
