@@ -108,7 +108,8 @@ inline std::string dtype_name(at::ScalarType t) {
 
 // ATen's CPU capability ("DEFAULT", "AVX2", "AVX512"; ATEN_CPU_CAPABILITY overrides it).
 // torch 1.13 does not export its own (at::native::get_cpu_capability): the same override
-// rule here, and "AVX2" otherwise (the caller checks what this CPU supports).
+// rule here, and otherwise the highest level, "AVX512", which 1.13 picks where the CPU has
+// AVX-512 F/BW/DQ/VL (the caller checks what this CPU supports, and steps down to AVX2).
 inline std::string cpu_capability() {
 #if ALEXCONV_TORCH_AT_LEAST(2, 1)
   return at::get_cpu_capability();
@@ -116,8 +117,8 @@ inline std::string cpu_capability() {
   const char* env = std::getenv("ATEN_CPU_CAPABILITY");
   const std::string forced = env ? env : "";
   if (forced == "default") return "DEFAULT";
-  if (forced == "avx512") return "AVX512";
-  return "AVX2";
+  if (forced == "avx2") return "AVX2";
+  return "AVX512";
 #endif
 }
 

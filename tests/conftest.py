@@ -130,6 +130,9 @@ def readme_aoti_package(readme_scratch):
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# What alexconv.conv1_kernel names on CPU: one of our micro-kernels, or ATen's convolution
+# (tests/test_cpu_kernel.py pins which, per dtype and CPU).
+CPU_KERNELS = ("cpu_baseline", "cpu_avx2", "cpu_avx512", "aten")
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 
 

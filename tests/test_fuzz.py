@@ -5,6 +5,7 @@ float64 F.conv2d (+ F.relu) reference (README's numerical contract) and F.conv2d
 Profiles, chosen with ALEXCONV_FUZZ_PROFILE (default "ci"):
   ci      60 cases on CPU, 300 on CUDA   (a quick run anywhere)
   device  300 cases on CPU, 2500 on CUDA (the full run on a GPU machine)
+  path    25 cases on CPU, 100 on CUDA   (each forced CPU path, tests/test_cpu_kernel.py)
 Cases are fresh each run (derandomize=False); a failure prints the case, its tensor seed and
 a @reproduce_failure blob. The number of cases run is printed at the end of the module.
 """
@@ -31,7 +32,8 @@ from conftest import (
     requires_cuda,
 )
 
-EXAMPLES = {"ci": {"cpu": 60, "cuda": 300}, "device": {"cpu": 300, "cuda": 2500}}
+EXAMPLES = {"ci": {"cpu": 60, "cuda": 300}, "device": {"cpu": 300, "cuda": 2500},
+            "path": {"cpu": 25, "cuda": 100}}
 MAX_HW = {"cpu": 80, "cuda": 520}
 for _name, _counts in EXAMPLES.items():
     settings.register_profile(

@@ -1,17 +1,29 @@
 // CPU backend: splits the output into bands of rows and columns, stages each
 // band's input as zero-padded float, and runs the micro-kernel for this CPU's
-// instruction set on it (conv1_cpu_kernel.cpp). Float accumulation for every
-// dtype; int64 indexing throughout.
-#include <ATen/Dispatch.h>
+// instruction set on it (conv1_cpu_kernel.cpp), which rounds 16-bit outputs itself.
+// Float accumulation for every dtype; int64 indexing throughout. Where ATen's own
+// convolution is measured faster (bfloat16 on CPUs with bfloat16 dot products), the
+// call goes there instead, under the same contract; ALEXCONV_CPU_KERNEL forces a path.
 #include <ATen/Parallel.h>
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/Functions.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "../compat.h"
 #include "../conv1_checks.h"
@@ -26,16 +38,125 @@ namespace {
 constexpr int64_t kMaxBandRows = 8;
 constexpr int64_t kMaxBandCols = 64;
 
-// Follows ATen's choice (ATEN_CPU_CAPABILITY overrides it, as for ATen's own kernels).
-cpu::Kernel select_kernel() {
-#if defined(ALEXCONV_CPU_HAS_AVX2)
-  const std::string capability = compat::cpu_capability();
-  if ((capability == "AVX2" || capability == "AVX512") && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma")) {
-    return cpu::avx2_kernel();
+// The CPU paths: our micro-kernel per instruction set, or ATen's convolution.
+enum class Path { kBaseline, kAvx2, kAvx512, kAten };
+
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::kBaseline: return "cpu_baseline";
+    case Path::kAvx2: return "cpu_avx2";
+    case Path::kAvx512: return "cpu_avx512";
+    case Path::kAten: return "aten";
+  }
+  return "?";
+}
+
+// What this CPU (and the OS: __builtin_cpu_supports checks that it saves the vector
+// registers) offers the paths, and whether this build has their kernels.
+struct CpuFeatures {
+  bool avx2 = false;       // AVX2 + FMA + F16C: the avx2 kernel
+  bool avx512 = false;     // AVX-512 F/BW/DQ/VL + AVX2 + FMA + F16C: the avx512 kernel (ATen's AVX512)
+  bool bf16_dot = false;   // AVX512-BF16 or AMX-BF16: oneDNN's bfloat16 convolution has dot products
+};
+
+CpuFeatures detect_features() {
+  CpuFeatures f;
+#if defined(ALEXCONV_CPU_HAS_AVX2) && (defined(__x86_64__) || defined(_M_X64))
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  f.avx2 = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+  f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
+  if (__builtin_cpu_supports("avx512f")) {
+    // CPUID leaf 7: subleaf 1 EAX bit 5 is AVX512_BF16, subleaf 0 EDX bit 22 AMX-BF16.
+    const bool avx512_bf16 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+    const bool amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));
+    f.bf16_dot = avx512_bf16 || amx_bf16;
   }
 #endif
-  return cpu::baseline_kernel();
+  return f;
+}
+
+const CpuFeatures& features() {
+  static const CpuFeatures f = detect_features();
+  return f;
+}
+
+// ALEXCONV_CPU_KERNEL (read once per process): unset, empty or "auto" lets the op choose;
+// baseline, avx2, avx512 or aten force that path for every call, where this CPU and build can
+// run it. An unknown or unsupported value fails every call with the reason.
+struct Forced {
+  bool forced = false;
+  Path path = Path::kBaseline;
+  std::string error;
+};
+
+Forced parse_forced() {
+  const char* env = std::getenv("ALEXCONV_CPU_KERNEL");
+  const std::string value = env ? env : "";
+  Forced f;
+  if (value.empty() || value == "auto") return f;
+  f.forced = true;
+  const CpuFeatures& cpu = features();
+  if (value == "baseline") {
+    f.path = Path::kBaseline;
+  } else if (value == "aten") {
+    f.path = Path::kAten;
+  } else if (value == "avx2") {
+    f.path = Path::kAvx2;
+    if (!cpu.avx2) {
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+      f.error = "ALEXCONV_CPU_KERNEL=avx2, but this CPU lacks AVX2, FMA or F16C";
+#else
+      f.error = "ALEXCONV_CPU_KERNEL=avx2, but this build has no AVX2 kernel (x86-64 only)";
+#endif
+    }
+  } else if (value == "avx512") {
+    f.path = Path::kAvx512;
+    if (!cpu.avx512) {
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+      f.error = "ALEXCONV_CPU_KERNEL=avx512, but this CPU lacks one of AVX-512 F, BW, DQ, VL "
+                "(or AVX2, FMA, F16C)";
+#else
+      f.error = "ALEXCONV_CPU_KERNEL=avx512, but this build has no AVX-512 kernel (x86-64 only)";
+#endif
+    }
+  } else {
+    f.error = "ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512 or aten, got '" + value + "'";
+  }
+  return f;
+}
+
+// The path a call takes. Unforced: the micro-kernel for ATen's CPU capability (so
+// ATEN_CPU_CAPABILITY steers both, as for ATen's own kernels), except bfloat16 on CPUs with
+// bfloat16 dot products, where oneDNN's convolution is faster than our kernel, which widens
+// bfloat16 to float32 (0.56-0.62x of it on a Zen 4, issue 65).
+Path choose_path(at::ScalarType dtype) {
+  static const Forced forced = parse_forced();
+  TORCH_CHECK(forced.error.empty(), "alexconv::conv1: ", forced.error);
+  if (forced.forced) return forced.path;
+  const CpuFeatures& cpu = features();
+  if (dtype == at::kBFloat16 && cpu.bf16_dot) return Path::kAten;
+  const std::string capability = compat::cpu_capability();
+  if (capability == "AVX512" && cpu.avx512) return Path::kAvx512;
+  if ((capability == "AVX2" || capability == "AVX512") && cpu.avx2) return Path::kAvx2;
+  return Path::kBaseline;
+}
+
+const cpu::Kernel& kernel_for(Path path) {
+#if defined(ALEXCONV_CPU_HAS_AVX512)
+  static const cpu::Kernel avx512 = cpu::avx512_kernel();
+  if (path == Path::kAvx512) return avx512;
+#endif
+#if defined(ALEXCONV_CPU_HAS_AVX2)
+  static const cpu::Kernel avx2 = cpu::avx2_kernel();
+  if (path == Path::kAvx2) return avx2;
+#endif
+  static const cpu::Kernel baseline = cpu::baseline_kernel();
+  TORCH_INTERNAL_ASSERT(path == Path::kBaseline, "no CPU kernel for ", path_name(path));
+  return baseline;
 }
 
 struct Strides4 {
@@ -50,19 +171,35 @@ int64_t padded_channels(int64_t channels, int64_t channel_block) {
   return (channels + channel_block - 1) / channel_block * channel_block;
 }
 
-// Weights as float in the kernel's packing; any weight strides (even zero) work.
+// Weights as float in the kernel's packing; any weight strides (even zero) work. Tap by tap
+// within a block, the block's channels read 363 apart and write side by side: 8 us for 96
+// channels, where a 4-d accessor walk took 35 us (5% of a batch-1 call).
 template <typename scalar_t>
-std::vector<float> pack_weights(const at::Tensor& weight, int64_t channel_block) {
-  const int64_t channels = weight.size(0);
-  std::vector<float> packed(padded_channels(channels, channel_block) * kTaps, 0.f);
-  const auto w = weight.accessor<scalar_t, 4>();
-  for (int64_t co = 0; co < channels; ++co) {
-    float* dst = packed.data() + (co / channel_block) * kTaps * channel_block + co % channel_block;
-    for (int64_t ci = 0; ci < kInChannels; ++ci)
-      for (int64_t r = 0; r < kKernel; ++r)
-        for (int64_t s = 0; s < kKernel; ++s)
-          dst[((ci * kKernel + r) * kKernel + s) * channel_block] =
-              static_cast<float>(w[co][ci][r][s]);
+std::unique_ptr<float[]> pack_weights(const at::Tensor& weight, const cpu::Kernel& kernel) {
+  const int64_t channel_block = kernel.channel_block;
+  const int64_t channels = weight.size(0), padded = padded_channels(channels, channel_block);
+  // Every element is written below: no zero fill (5 us for 96 channels).
+  std::unique_ptr<float[]> packed(new float[padded * kTaps]);
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    if (kernel.pack_weights && weight.is_contiguous()) {
+      kernel.pack_weights(compat::const_data_ptr<float>(weight), channels, packed.get());
+      return packed;
+    }
+  }
+  const scalar_t* w = compat::const_data_ptr<scalar_t>(weight);
+  const Strides4 ws(weight);
+  int64_t tap_offset[kTaps];
+  for (int64_t ci = 0, t = 0; ci < kInChannels; ++ci)
+    for (int64_t r = 0; r < kKernel; ++r)
+      for (int64_t s = 0; s < kKernel; ++s, ++t) tap_offset[t] = ci * ws.c + r * ws.h + s * ws.w;
+  for (int64_t c0 = 0; c0 < padded; c0 += channel_block) {
+    float* dst = packed.get() + c0 * kTaps;
+    const int64_t real = std::min(channel_block, channels - c0);
+    for (int64_t t = 0; t < kTaps; ++t, dst += channel_block) {
+      const scalar_t* src = w + c0 * ws.n + tap_offset[t];
+      for (int64_t k = 0; k < real; ++k) dst[k] = static_cast<float>(src[k * ws.n]);
+      std::fill(dst + real, dst + channel_block, 0.f);
+    }
   }
   return packed;
 }
@@ -78,72 +215,152 @@ std::vector<float> bias_as_float(const c10::optional<at::Tensor>& bias, int64_t 
   return out;
 }
 
-// Copies input rows [iy0, iy0 + rows) x columns [ix0, ix0 + cols) of one image into
-// dst ([3][rows][cols], float), with zeros wherever that range leaves the image.
+// dst[x] = float(src[x * stride]) for x < n. Unit strides in loops the compiler vectorises:
+// staging took 10% of a call with a strided scalar loop for every layout.
 template <typename scalar_t>
-void stage_input(const scalar_t* image, const Strides4& is, int64_t height, int64_t width,
-                 int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst) {
-  const int64_t x_begin = std::clamp<int64_t>(-ix0, 0, cols);
-  const int64_t x_end = std::clamp<int64_t>(width - ix0, x_begin, cols);
-  for (int64_t ci = 0; ci < kInChannels; ++ci) {
-    for (int64_t r = 0; r < rows; ++r, dst += cols) {
-      const int64_t iy = iy0 + r;
-      if (iy < 0 || iy >= height) {
-        std::fill(dst, dst + cols, 0.f);
-        continue;
+void widen(const scalar_t* src, int64_t stride, int64_t n, float* dst) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    if (stride == 1) {
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    }
+  } else if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+    if (stride == 1) {  // bfloat16 is float's upper half
+      const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
+      for (int64_t x = 0; x < n; ++x) {
+        const uint32_t word = static_cast<uint32_t>(bits[x]) << 16;
+        std::memcpy(dst + x, &word, sizeof(word));
       }
-      std::fill(dst, dst + x_begin, 0.f);
-      std::fill(dst + x_end, dst + cols, 0.f);
-      const scalar_t* src = image + ci * is.c + iy * is.h + (ix0 + x_begin) * is.w;
-      if constexpr (std::is_same_v<scalar_t, float>) {
-        if (is.w == 1) {
-          std::memcpy(dst + x_begin, src, (x_end - x_begin) * sizeof(float));
-          continue;
-        }
-      }
-      for (int64_t x = x_begin; x < x_end; ++x, src += is.w) dst[x] = static_cast<float>(*src);
+      return;
     }
   }
+  for (int64_t x = 0; x < n; ++x) dst[x] = static_cast<float>(src[x * stride]);
 }
 
-// Output rows per band: the most up to kMaxBandRows that still gives every thread
-// several bands. Results do not depend on it: each output is summed in one order.
-int64_t band_rows(int64_t batch, int64_t out_h, int64_t col_bands) {
-  int64_t rows = kMaxBandRows;
-  const int64_t wanted = 4 * at::get_num_threads();
-  while (rows > 1 && batch * col_bands * ((out_h + rows - 1) / rows) < wanted) rows /= 2;
-  return rows;
-}
-
-// For 16-bit outputs: computes the band into float scratch laid out like the output
-// (channels innermost for channels_last), then rounds it into place in that order, applying
-// relu to the rounded value (so that the result is F.relu of the unfused op's, -0.0 included).
+// Copies input rows [iy0, iy0 + rows) x columns [ix0, ix0 + cols) of one image into
+// dst ([3][rows][cols], float), with zeros wherever that range leaves the image.
+// float16 rows go through the kernel's widen_float16 and channels-last rows through its split3
+// where it has them (row_tmp: 3 * cols floats, for 16-bit channels-last rows).
 template <typename scalar_t>
-void compute_then_round(const cpu::Kernel& kernel, cpu::Band band, bool relu, const float* weights,
-                        const float* bias, float* scratch, scalar_t* out, const Strides4& os) {
-  const int64_t rows = band.out_rows, cols = band.out_cols, channels = band.channels;
-  const bool channels_last = os.c == 1;
-  band.out = scratch;
-  band.channel_stride = channels_last ? 1 : rows * cols;
-  band.row_stride = channels_last ? cols * channels : cols;
-  band.col_stride = channels_last ? channels : 1;
-  band.relu = false;
-  kernel.run_band(band, weights, bias);
-  auto round = [&](int64_t c, int64_t y, int64_t x) {
-    scalar_t v = static_cast<scalar_t>(
-        scratch[c * band.channel_stride + y * band.row_stride + x * band.col_stride]);
-    if (relu && v < scalar_t(0)) v = scalar_t(0);  // at::relu's rule: NaN stays NaN
-    out[c * os.c + y * os.h + x * os.w] = v;
-  };
-  if (channels_last) {
-    for (int64_t y = 0; y < rows; ++y)
-      for (int64_t x = 0; x < cols; ++x)
-        for (int64_t c = 0; c < channels; ++c) round(c, y, x);
-  } else {
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t y = 0; y < rows; ++y)
-        for (int64_t x = 0; x < cols; ++x) round(c, y, x);
+void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides4& is, int64_t height,
+                 int64_t width, int64_t iy0, int64_t rows, int64_t ix0, int64_t cols, float* dst,
+                 float* row_tmp) {
+  const int64_t x_begin = std::clamp<int64_t>(-ix0, 0, cols);
+  const int64_t x_end = std::clamp<int64_t>(width - ix0, x_begin, cols);
+  const int64_t n = x_end - x_begin, plane = rows * cols;
+  // Channels-last pixels (3 values side by side): one pass splits a row into its planes.
+  const bool interleaved = is.c == 1 && is.w == kInChannels;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* d[kInChannels];
+    for (int64_t ci = 0; ci < kInChannels; ++ci) d[ci] = dst + ci * plane + r * cols;
+    const int64_t iy = iy0 + r;
+    if (iy < 0 || iy >= height) {
+      for (float* row : d) std::fill(row, row + cols, 0.f);
+      continue;
+    }
+    for (float* row : d) {
+      std::fill(row, row + x_begin, 0.f);
+      std::fill(row + x_end, row + cols, 0.f);
+    }
+    const scalar_t* src = image + iy * is.h + (ix0 + x_begin) * is.w;
+    if (interleaved) {
+      // The row's 3n values as floats, then split into the planes.
+      const float* values = row_tmp;
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        values = src;
+      } else if constexpr (std::is_same_v<scalar_t, at::Half>) {
+        if (kernel.widen_float16) {
+          kernel.widen_float16(reinterpret_cast<const uint16_t*>(src), kInChannels * n, row_tmp);
+        } else {
+          widen(src, 1, kInChannels * n, row_tmp);
+        }
+      } else {
+        widen(src, 1, kInChannels * n, row_tmp);
+      }
+      float* d0 = d[0] + x_begin;
+      float* d1 = d[1] + x_begin;
+      float* d2 = d[2] + x_begin;
+      if (kernel.split3) {
+        kernel.split3(values, n, d0, d1, d2);
+        continue;
+      }
+      for (int64_t x = 0; x < n; ++x) {
+        d0[x] = values[3 * x];
+        d1[x] = values[3 * x + 1];
+        d2[x] = values[3 * x + 2];
+      }
+      continue;
+    }
+    if constexpr (std::is_same_v<scalar_t, at::Half>) {
+      if (kernel.widen_float16 && is.w == 1) {
+        const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
+        for (int64_t ci = 0; ci < kInChannels; ++ci) kernel.widen_float16(bits + ci * is.c, n, d[ci] + x_begin);
+        continue;
+      }
+    }
+    for (int64_t ci = 0; ci < kInChannels; ++ci) widen(src + ci * is.c, is.w, n, d[ci] + x_begin);
   }
+}
+
+// How the output splits into bands: row_bands x col_bands per image, each band's rows and
+// columns as even as can be (band i of k covers [extent * i / k, extent * (i + 1) / k)).
+// Results do not depend on it: each output is summed in one order.
+struct BandGrid {
+  int64_t row_bands, col_bands;
+  int64_t max_rows, max_cols;  // the largest band's extent
+};
+
+int64_t divide_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The fewest bands of at most kMaxBandRows x kMaxBandCols whose count the threads share
+// evenly (at::parallel_for gives each thread one run of ceil(items / threads) items): at
+// batch 1 on 2 threads, 8 bands of 6-7 rows of the 55, where halving the band height until
+// each thread had four bands gave 14 bands of 4 rows, staging 44% more input rows than it
+// computes. Where no count up to twice the fewest divides evenly, the old rule: rows halved
+// until each thread has four bands.
+BandGrid band_grid(int64_t batch, int64_t out_h, int64_t out_w) {
+  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
+  BandGrid g;
+  g.col_bands = divide_up(out_w, kMaxBandCols);
+  const int64_t fewest = divide_up(out_h, kMaxBandRows);
+  g.row_bands = 0;
+  for (int64_t rb = fewest; rb <= std::min(out_h, 2 * fewest + threads); ++rb) {
+    if (batch * g.col_bands * rb % threads == 0) {
+      g.row_bands = rb;
+      break;
+    }
+  }
+  if (g.row_bands == 0) {
+    int64_t rows = kMaxBandRows;
+    while (rows > 1 && batch * g.col_bands * divide_up(out_h, rows) < 4 * threads) rows /= 2;
+    g.row_bands = divide_up(out_h, rows);
+  }
+  g.max_rows = divide_up(out_h, g.row_bands);
+  g.max_cols = divide_up(out_w, g.col_bands);
+  return g;
+}
+
+// A fresh output of a large call is memory the kernel is about to write in full. glibc maps
+// blocks of 32 MB and more anew on every allocation (its largest mapping threshold), and Linux
+// faults them in a 4 KB page at a time: 8 of the 30 ms of a batch-32 float32 call (37 MB) on 2
+// cores. Advised to use transparent huge pages (where THP is in "madvise" mode; "always" has
+// them anyway), the 2 MB-aligned inside of the output faults in 2 MB at a time: 30 -> 24 ms,
+// and batch 64 60 -> 47 ms. Only from 32 MB: smaller outputs may be reused heap memory, where
+// the advice cost time instead (batch 8 float32, a 9.3 MB output from the heap: 5.25 -> 6.13
+// ms). The advice covers only the output's own pages and changes no value.
+constexpr int64_t kHugePageAdviceBytes = int64_t(32) << 20;
+void advise_huge_pages(void* data, int64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  if (bytes < kHugePageAdviceBytes) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (begin + static_cast<uintptr_t>(bytes)) & ~(kHuge - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // advice only
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 template <typename scalar_t>
@@ -151,57 +368,104 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
                     const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
   const int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
   const int64_t channels = out.size(1), out_h = out.size(2), out_w = out.size(3);
-  const std::vector<float> weights = pack_weights<scalar_t>(weight, kernel.channel_block);
+  const std::unique_ptr<float[]> weights = pack_weights<scalar_t>(weight, kernel);
   const std::vector<float> bias_f = bias_as_float<scalar_t>(bias, channels, kernel.channel_block);
 
-  const int64_t col_bands = (out_w + kMaxBandCols - 1) / kMaxBandCols;
-  const int64_t max_rows = band_rows(batch, out_h, col_bands);
-  const int64_t row_bands = (out_h + max_rows - 1) / max_rows;
-  const int64_t max_cols = std::min(out_w, kMaxBandCols);
+  const BandGrid grid = band_grid(batch, out_h, out_w);
+  const int64_t row_bands = grid.row_bands, col_bands = grid.col_bands;
 
   const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
   scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
+  advise_huge_pages(out_ptr, out.numel() * static_cast<int64_t>(sizeof(scalar_t)));
   const Strides4 is(input), os(out);
-  constexpr bool kFloatOut = std::is_same_v<scalar_t, float>;
+  constexpr cpu::OutType out_type = std::is_same_v<scalar_t, float>    ? cpu::OutType::kFloat32
+                                    : std::is_same_v<scalar_t, at::Half> ? cpu::OutType::kFloat16
+                                                                         : cpu::OutType::kBFloat16;
 
   at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> staged(kInChannels * window_extent(max_rows) * window_extent(max_cols));
-    // Float scratch for 16-bit outputs, which are rounded once at the end.
-    std::vector<float> out_f(kFloatOut ? 0 : channels * max_rows * max_cols);
+    std::vector<float> staged(kInChannels * window_extent(grid.max_rows) * window_extent(grid.max_cols));
+    std::vector<float> row_tmp(std::is_same_v<scalar_t, float> ? 0 : kInChannels * window_extent(grid.max_cols));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (row_bands * col_bands);
-      const int64_t y0 = item / col_bands % row_bands * max_rows;
-      const int64_t x0 = item % col_bands * max_cols;
-      const int64_t rows = std::min(max_rows, out_h - y0), cols = std::min(max_cols, out_w - x0);
+      const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;
+      const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
+      const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
+      const int64_t rows = y1 - y0, cols = x1 - x0;
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
-      stage_input(in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
-                  kStride * x0 - pad, in_cols, staged.data());
-
-      scalar_t* out_band = out_ptr + n * os.n + y0 * os.h + x0 * os.w;
-      cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
-                     nullptr, 0, 0, 0, channels, relu};
-      if constexpr (kFloatOut) {
-        band.out = out_band;
-        band.channel_stride = os.c, band.row_stride = os.h, band.col_stride = os.w;
-        kernel.run_band(band, weights.data(), bias_f.data());
-      } else {
-        compute_then_round(kernel, band, relu, weights.data(), bias_f.data(), out_f.data(), out_band, os);
-      }
+      stage_input(kernel, in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
+                  kStride * x0 - pad, in_cols, staged.data(), row_tmp.data());
+      const cpu::Band band{staged.data(), in_rows * in_cols, in_cols, rows, cols,
+                           out_ptr + n * os.n + y0 * os.h + x0 * os.w, out_type,
+                           os.c, os.h, os.w, channels, relu};
+      kernel.run_band(band, weights.get(), bias_f.data());
     }
   });
+}
+
+// ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
+// format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
+// micro-kernel follows).
+at::Tensor aten_convolution(const at::Tensor& input, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias, int64_t pad) {
+  const int64_t stride = kStride, dilation = 1;
+  const at::Context& ctx = at::globalContext();
+  return at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
+                          /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+                          ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
+                          ctx.userEnabledCuDNN(), /*allow_tf32=*/false);
+}
+
+// Whether ATen has a float16 convolution on CPU (torch 1.13 has none: "slow_conv2d_cpu" not
+// implemented for 'Half'), probed once on a 1x1 call.
+bool aten_has_float16_convolution() {
+  static const bool has = [] {
+    try {
+      const at::Tensor one = at::ones({1, 1, 1, 1}, at::TensorOptions().dtype(at::kHalf));
+      at::_convolution(one, one, c10::nullopt, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1, false, false,
+                       false, false);
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+// ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
+// format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
+// micro-kernel follows). float16 where ATen has no float16 convolution (only when forced:
+// ALEXCONV_CPU_KERNEL=aten): ATen's float32 convolution of the same values, rounded once.
+at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor out) {
+  at::Tensor y;
+  if (input.scalar_type() == at::kHalf && !aten_has_float16_convolution()) {
+    c10::optional<at::Tensor> bias_f;
+    if (bias.has_value() && bias->defined()) bias_f = bias->to(at::kFloat);
+    y = out.copy_(aten_convolution(input.to(at::kFloat), weight.to(at::kFloat), bias_f, pad));
+  } else {
+    y = aten_convolution(input, weight, bias, pad);
+  }
+  if (y.strides() != out.strides()) y = out.copy_(y);
+  if (!relu) return y;
+  // float16 by at::relu's rule spelled out: torch 1.13 has no float16 relu on CPU.
+  return y.scalar_type() == at::kHalf ? y.masked_fill_(y.lt(0), 0) : y.relu_();
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
                      const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
                      bool relu) {
   check_conv1_args(input, weight, bias, padding);
+  const Path path = choose_path(input.scalar_type());
   at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return out;
-  static const cpu::Kernel kernel = select_kernel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(),
-                                  "alexconv_conv1_cpu", [&] {
-                                    conv1_cpu_impl<scalar_t>(kernel, input, weight, bias, padding, relu, out);
-                                  });
+  if (path == Path::kAten) return conv1_aten(input, weight, bias, padding, relu, out);
+  const cpu::Kernel& kernel = kernel_for(path);
+  switch (input.scalar_type()) {
+    case at::kFloat: conv1_cpu_impl<float>(kernel, input, weight, bias, padding, relu, out); break;
+    case at::kHalf: conv1_cpu_impl<at::Half>(kernel, input, weight, bias, padding, relu, out); break;
+    case at::kBFloat16: conv1_cpu_impl<at::BFloat16>(kernel, input, weight, bias, padding, relu, out); break;
+    default: TORCH_INTERNAL_ASSERT(false, "check_conv1_args let ", input.scalar_type(), " through");
+  }
   return out;
 }
 
@@ -214,6 +478,6 @@ TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
                             const c10::optional<at::Tensor>& bias, bool, int64_t padding,
                             bool) -> std::string {
     alexconv::check_conv1_args(input, weight, bias, padding);
-    return "cpu";
+    return alexconv::path_name(alexconv::choose_path(input.scalar_type()));
   });
 }

@@ -7,9 +7,9 @@
 
 namespace alexconv::cpu {
 
-// Output pixels per micro-tile. A micro-tile also spans two vectors of output
-// channels: with 8-lane AVX2 that is 6 x 2 = 12 accumulator registers of 16.
-constexpr int64_t kTilePixels = 6;
+// The output's element type. 16-bit outputs are rounded from the float accumulators to
+// nearest even, as c10::BFloat16 and c10::Half round.
+enum class OutType : int32_t { kFloat32, kBFloat16, kFloat16 };
 
 // A block of output rows x columns of one image, with its input already in float.
 struct Band {
@@ -19,15 +19,15 @@ struct Band {
   int64_t plane_pitch, row_pitch;
   int64_t out_rows, out_cols;
   // Channel c of pixel (y, x) goes to
-  // out[c * channel_stride + y * row_stride + x * col_stride].
-  float* out;
+  // out[c * channel_stride + y * row_stride + x * col_stride], elements of out_type.
+  void* out;
+  OutType out_type;
   int64_t channel_stride, row_stride, col_stride;
   // Output channels to compute and store (1 to kMaxOutChannels).
   int64_t channels;
-  // Store max(v, 0) as at::relu does: v < 0 ? 0 : v (NaN and -0.0 pass unchanged). Leave it
-  // false where the caller rounds the floats to a 16-bit output afterwards and applies relu
-  // there (relu of the rounded value is what F.relu gives: -0.0 where a small negative
-  // value rounds to zero).
+  // Store max(v, 0) as at::relu does: v < 0 ? 0 : v (NaN and -0.0 pass unchanged), applied
+  // to the rounded value for 16-bit outputs (what F.relu of the unfused op gives: -0.0 where a
+  // small negative value rounds to zero).
   bool relu;
 };
 
@@ -40,12 +40,24 @@ struct Kernel {
   // bias: ceil(channels / channel_block) * channel_block floats (zeros where the call has
   // none, and past `channels`).
   void (*run_band)(const Band& band, const float* packed_weights, const float* bias);
+  // Packs contiguous float weights ([channels][kTaps]) as above, or is null where the caller
+  // packs them itself.
+  void (*pack_weights)(const float* weights, int64_t channels, float* packed);
+  // dst[i] = float(src[i]) for n float16 values (F16C / AVX-512F vcvtph2ps), or null where the
+  // build has no conversion instruction.
+  void (*widen_float16)(const uint16_t* src, int64_t n, float* dst);
+  // d0[i], d1[i], d2[i] = src[3i], src[3i + 1], src[3i + 2] for i < n (a channels-last row into
+  // its three planes), or null where the caller does it itself.
+  void (*split3)(const float* src, int64_t n, float* d0, float* d1, float* d2);
 };
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
 Kernel baseline_kernel();
-// AVX2 + FMA, built with -mavx2 -mfma on x86-64 only (ALEXCONV_CPU_HAS_AVX2);
-// call only where the CPU has both.
+// AVX2 + FMA + F16C, built with -mavx2 -mfma -mf16c on x86-64 only (ALEXCONV_CPU_HAS_AVX2);
+// call only where the CPU has all three.
 Kernel avx2_kernel();
+// AVX-512 F + BW + DQ + VL (ATen's AVX512 level) with AVX2, FMA and F16C, on x86-64 only
+// (ALEXCONV_CPU_HAS_AVX512); call only where the CPU has them all.
+Kernel avx512_kernel();
 
 }  // namespace alexconv::cpu
