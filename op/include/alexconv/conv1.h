@@ -31,7 +31,8 @@ inline constexpr const char* kConv1Schema =
     "conv1(Tensor input, Tensor weight, Tensor? bias=None, *, bool allow_tf32=False, "
     "int padding=2, bool relu=False) -> Tensor";
 
-// Which kernel conv1 would run for these arguments, by name: "cpu" on CPU; on CUDA one of
+// Which kernel conv1 would run for these arguments, by name: on CPU "cpu_avx512", "cpu_avx2",
+// "cpu_baseline" or "aten" (op/cpu/conv1_cpu.cpp); on CUDA one of
 // op/cuda/catalog.h's kKernels: "wgmma", "s2d", "s2d_mma_sync", "mma_sync", "mma_sync_n48",
 // "mma_sync_n24", "aten" (cuDNN, where none of ours can run the call) or "direct"
 // (docs/architecture.md); "none" for an empty output. Raises what conv1 would raise for
