@@ -171,9 +171,10 @@ int64_t padded_channels(int64_t channels, int64_t channel_block) {
   return (channels + channel_block - 1) / channel_block * channel_block;
 }
 
-// Weights as float in the kernel's packing; any weight strides (even zero) work. Tap by tap
-// within a block, the block's channels read 363 apart and write side by side: 8 us for 96
-// channels, where a 4-d accessor walk took 35 us (5% of a batch-1 call).
+// Weights as float in the kernel's packing; any weight strides (even zero) work. The kernel's
+// own packer where it has one (contiguous float32); else tap by tap within a block, the
+// block's channels read 363 apart and written side by side: about 16 us for 96 channels,
+// where a 4-d accessor walk took 35 us (5% of a batch-1 call).
 template <typename scalar_t>
 std::unique_ptr<float[]> pack_weights(const at::Tensor& weight, const cpu::Kernel& kernel) {
   const int64_t channel_block = kernel.channel_block;
