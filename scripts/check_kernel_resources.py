@@ -19,32 +19,32 @@ from collections import defaultdict
 # A new spill anywhere else fails the check; so does one larger than listed here.
 KNOWN_SPILLS = {
     # The register gather's resident mma.sync TF32 kernels with cp.async staging (Tf32, mma.sync,
-    # Staging kCopy4 / kCopy16, Fit<1, 3>): 44-48 bytes on sm_80-sm_89 since before the portable
+    # Staging kCopy4 / kCopy16, FitShape<1, 3>): 44-48 bytes on sm_80-sm_89 since before the portable
     # fits, 56 since the epilogue stores only the weight's output channels (issue 46: one
     # compare per n-tile, in the epilogue, once per tile). What a B200 would run through PTX
-    # with allow_tf32; no GPU class plans it otherwise (A100's float32 takes the HalfN fit).
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 56,
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 56,
-    # The resident mma.sync 16-bit kernels with element-loaded windows (Half, Staging kRegisters,
-    # Fit<1, 3>) on sm_90a: 16 bytes since the 16-bit epilogue decides whether a warp stores
+    # with allow_tf32; no GPU class plans it otherwise (A100's float32 takes the Halves fit).
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE2ENS1_8FitShapeILi1ELi3E", "*"): 56,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE1ENS1_8FitShapeILi1ELi3E", "*"): 56,
+    # The resident mma.sync 16-bit kernels with element-loaded windows (Half, Staging kLoads,
+    # FitShape<1, 3>) on sm_90a: 16 bytes since the 16-bit epilogue decides whether a warp stores
     # all its channels once per tile, in two copies of its store loop (25-37% faster 16-bit
     # kernels, common/epilogue.cuh). Hopper runs wgmma for these; this one only when forced.
-    ("mma4HalfILb0EEELNS0_5DTypeE1ELb0ELNS1_7StagingE0ENS1_3FitILi1ELi3E", "sm_90a"): 16,
-    ("mma4HalfILb1EEELNS0_5DTypeE2ELb0ELNS1_7StagingE0ENS1_3FitILi1ELi3E", "sm_90a"): 16,
-    # The portable space-to-depth kernel's 99 KB fit with column-pair staging (Fit<2, 3, 2, 384>,
+    ("mma4HalfILb0EEELNS0_5DTypeE1ELb0ELNS0_7StagingE5ENS1_8FitShapeILi1ELi3E", "sm_90a"): 16,
+    ("mma4HalfILb1EEELNS0_5DTypeE2ELb0ELNS0_7StagingE5ENS1_8FitShapeILi1ELi3E", "sm_90a"): 16,
+    # The portable space-to-depth kernel's 99 KB fit with column-pair staging (FitShape<2, 3, 2, 384>,
     # Staging kPairs), 16-bit: the producers' third register set of loads in flight (s2d/pair_producers.cuh)
     # costs 4 bytes on sm_86-sm_90a and 28 on sm_80 (whose GPUs take the Whole fit) -- and made it
     # 5% faster (H100 as sm_86, fp16 0.321 -> 0.304 ms, with the spill).
-    ("FitILi2ELi3ELi2ELi384EEELNS2_7StagingE1E", "sm_80"): 28,
-    ("FitILi2ELi3ELi2ELi384EEELNS2_7StagingE1E", "*"): 4,
-    # Its Whole fit (A100) with element loads (odd widths, channels_last: Staging kElements), 16-bit,
+    ("8FitShapeILi2ELi3ELi2ELi384EEELNS0_7StagingE7E", "sm_80"): 28,
+    ("8FitShapeILi2ELi3ELi2ELi384EEELNS0_7StagingE7E", "*"): 4,
+    # Its Whole fit (A100) with element loads (odd widths, channels_last: Staging kLoads), 16-bit,
     # on sm_80 alone: 28 bytes (the shared element-load producers beside 96 channels' accumulators;
     # 12 with two 512-cell slots, 28 with three of 384).
-    ("mma4HalfILb0EEELNS0_5DTypeE1ELi6ENS2_3FitILi1ELi3ELi1ELi384EEELNS2_7StagingE0E", "sm_80"): 28,
-    ("mma4HalfILb1EEELNS0_5DTypeE2ELi6ENS2_3FitILi1ELi3ELi1ELi384EEELNS2_7StagingE0E", "sm_80"): 28,
-    # Its bf16x3 fit for 99 KB (Fit<3, 2, 3, 352>: warps of three m-tiles), on sm_80 alone, whose
+    ("mma4HalfILb0EEELNS0_5DTypeE1ELi6ENS2_8FitShapeILi1ELi3ELi1ELi384EEELNS0_7StagingE5E", "sm_80"): 28,
+    ("mma4HalfILb1EEELNS0_5DTypeE2ELi6ENS2_8FitShapeILi1ELi3ELi1ELi384EEELNS0_7StagingE5E", "sm_80"): 28,
+    # Its bf16x3 fit for 99 KB (FitShape<3, 2, 3, 352>: warps of three m-tiles), on sm_80 alone, whose
     # GPUs (163 KB) take the Halves fit instead: 4 bytes. None on sm_86-sm_90a.
-    ("mma6Bf16x3ELNS0_5DTypeE0ELi6ENS2_3FitILi3ELi2ELi3ELi352EEE", "sm_80"): 4,
+    ("mma6Bf16x3ELNS0_5DTypeE0ELi6ENS2_8FitShapeILi3ELi2ELi3ELi352EEE", "sm_80"): 4,
 }
 
 # CUDA 11.8's ptxas (scripts/check_legacy.sh cuda118: sm_80, 86, 89, 90), measured on an H200 by
@@ -54,19 +54,19 @@ KNOWN_SPILLS_CUDA11 = {
     # The portable space-to-depth kernel's bf16x3 fit for 99 KB (Thirds: warps of three m-tiles),
     # every target: 4 bytes. As sm_86, float32 batch 256: 0.588 ms against CUDA 13's 0.542 (whose
     # ptxas spills it only on sm_80), the consumer loop as long as CUDA 13's.
-    ("mma6Bf16x3ELNS0_5DTypeE0ELi6ENS2_3FitILi3ELi2ELi3ELi352EEE", "*"): 4,
-    # The register gather's resident mma.sync kernels with cp.async staging (Fit<1, 3>, Staging
+    ("mma6Bf16x3ELNS0_5DTypeE0ELi6ENS2_8FitShapeILi3ELi2ELi3ELi352EEE", "*"): 4,
+    # The register gather's resident mma.sync kernels with cp.async staging (FitShape<1, 3>, Staging
     # kCopy4 / kCopy16). TF32 (CUDA 13 lists 56 bytes for them): 84 bytes on sm_90, where Hopper
     # without sm_90a runs them only when forced (natively 0.502 ms against CUDA 13's 0.486; auto
     # takes s2d_mma_sync, 0.293), 20 on sm_86 / sm_89, which never plan a resident fit (99 KB).
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "sm_90"): 84,
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "sm_90"): 84,
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 20,
-    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 20,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE2ENS1_8FitShapeILi1ELi3E", "sm_90"): 84,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE1ENS1_8FitShapeILi1ELi3E", "sm_90"): 84,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE2ENS1_8FitShapeILi1ELi3E", "*"): 20,
+    ("mma4Tf32ELNS0_5DTypeE0ELb0ELNS0_7StagingE1ENS1_8FitShapeILi1ELi3E", "*"): 20,
     # Their bf16x3 twins, on sm_86 / sm_89 alone (never planned there: no resident fit in 99 KB);
     # none on sm_80 and sm_90, which run them (Hopper natively 0.505 ms against CUDA 13's 0.492).
-    ("mma6Bf16x3ELNS0_5DTypeE0ELb0ELNS1_7StagingE1ENS1_3FitILi1ELi3E", "*"): 20,
-    ("mma6Bf16x3ELNS0_5DTypeE0ELb0ELNS1_7StagingE2ENS1_3FitILi1ELi3E", "*"): 20,
+    ("mma6Bf16x3ELNS0_5DTypeE0ELb0ELNS0_7StagingE2ENS1_8FitShapeILi1ELi3E", "*"): 20,
+    ("mma6Bf16x3ELNS0_5DTypeE0ELb0ELNS0_7StagingE1ENS1_8FitShapeILi1ELi3E", "*"): 20,
 }
 
 ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")

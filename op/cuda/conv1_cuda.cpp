@@ -1,5 +1,5 @@
 // CUDA backend (TORCH_LIBRARY_IMPL CUDA): argument checks, output allocation, device
-// guard and stream, then the kernel dispatch.cpp picks.
+// guard and stream, then the launch plan dispatch.cpp picks, launched as planned.
 #include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -14,6 +14,7 @@
 #include "../conv1_geometry.h"
 #include "dispatch.h"
 #include "kernel_api.h"
+#include "launch_plan.h"
 
 namespace alexconv {
 namespace {
@@ -94,11 +95,10 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   if (!cuda::kernels_cover(weight.size(0), padding)) {
     return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
   }
-  const cuda::DeviceInfo device = current_device();
-  const cuda::Problem p = cuda::dispatch_problem(make_problem(input, weight, bias, allow_tf32, relu, out), device);
-  const cuda::Kernel kernel = cuda::choose_kernel(p, device);
-  if (kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
-  C10_CUDA_CHECK(cuda::launch(kernel, p, device, at::cuda::getCurrentCUDAStream()));
+  const cuda::LaunchPlan plan =
+      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, relu, out), current_device());
+  if (plan.kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
+  C10_CUDA_CHECK(cuda::launch(plan, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
@@ -111,10 +111,8 @@ std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor out = conv1_empty_output(input, weight, padding);
   if (out.numel() == 0) return "none";  // an empty output launches nothing
   if (!cuda::kernels_cover(weight.size(0), padding)) return "aten";
-  const cuda::DeviceInfo device = current_device();
   return cuda::kernel_name(
-      cuda::choose_kernel(cuda::dispatch_problem(make_problem(input, weight, bias, allow_tf32, relu, out), device),
-                          device));
+      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, relu, out), current_device()).kernel);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-// The dispatch policy (dispatch.h). Host C++ only: the families answer what they can
-// do with a problem (kernel_api.h), and the rules below, each with the measurement
-// behind it (docs/perf-notes.md), decide.
+// The dispatch policy (dispatch.h). Host C++ only: each family plans the call
+// (launch_plan.h), and the rules below, each with the measurement behind it
+// (docs/perf-notes.md), pick one of those plans.
 #include "dispatch.h"
 
 #include <c10/util/Exception.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "../conv1_geometry.h"
@@ -38,106 +39,122 @@ Override kernel_override() {
   return choice;
 }
 
-// Where the space-to-depth kernel beats the register-gather one (H200; perf-notes
-// v13-v15 for contiguous inputs at batch >= 64, v17 for small batches and other strides).
-bool s2d_preferred(const Problem& p, const DeviceInfo& device) {
-  if (!device.allow_wgmma) return false;
-  const S2dFacts s2d = s2d_facts(p, device);
-  if (!s2d.supported) return false;
-  // What the register-gather engine would do instead.
-  const WindowStaging other = igemm_window_staging(p, device);
-  const bool unit_stride = p.in_stride[3] == 1;
-  // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads
-  // them over more CTAs -- unless it stages element by element (16-bit loads, float32
-  // 4-byte copies) where this kernel copies whole rows: 16-bit unit-stride rows not
-  // 4-byte aligned (227; 0.52-0.61x the time at batch 1-8) and channels_last pixels
-  // (perf-notes v31, batch 1-16 at 224, 227, 256: 16-bit 0.50-0.78x, TF32 0.66-0.97x but
-  // for 1.08x at 224 batch 8).
-  constexpr int64_t kMinTilesPerSm = 4;
-  if (s2d.tiles < kMinTilesPerSm * device.sm_count) {
-    if (p.dtype == DType::kFloat32) return p.allow_tf32 && s2d.pixel_spans;
-    return other == WindowStaging::kRegisters && (unit_stride || s2d.pixel_spans);
+// What each family would do with the call: its plan, or none where it cannot run it. The
+// register gather is planned in its widest fit, on wgmma where it has Hopper's engine.
+struct Candidates {
+  std::optional<LaunchPlan> s2d, gather, portable;  // s2d/ on Hopper, igemm/, s2d/'s mma.sync kernel
+};
+
+std::optional<LaunchPlan> widest_gather(const Problem& p, const DeviceInfo& device) {
+  for (Fit fit : {Fit::kWhole, Fit::kHalves, Fit::kQuarters}) {
+    if (auto plan = plan_igemm(p, device, fit, fit == Fit::kWhole && wgmma_available(device))) return plan;
   }
-  // float32 with allow_tf32: multiplied as fp16 here, TF32 there (perf-notes v21).
+  return std::nullopt;
+}
+
+Candidates candidates(const Problem& p, const DeviceInfo& device) {
+  return {plan_s2d(p, device), widest_gather(p, device), plan_s2d_mma_sync(p, device)};
+}
+
+// Where the space-to-depth kernel beats the register-gather one (H200). The measurements behind
+// every rule below: docs/perf-notes.md, "The measurements behind the code's choices".
+bool s2d_preferred(const Problem& p, const DeviceInfo& device, const Candidates& c) {
+  if (!c.s2d) return false;
+  if (!c.gather) return true;  // the only one of ours that can
+  const LaunchPlan& s2d = *c.s2d;
+  const Staging other = c.gather->staging;
+  const bool unit_stride = p.in_stride[3] == 1;
+  // Its tiles are 192 pixels; small batches keep the other engine, whose plan spreads them
+  // over more CTAs -- unless it stages element by element (16-bit loads, float32 4-byte
+  // copies) where this kernel copies whole rows: 16-bit unit-stride rows not 4-byte aligned
+  // (227) and channels_last pixels.
+  constexpr int64_t kMinTilesPerSm = 4;
+  const bool pixel_spans = s2d.staging == Staging::kPixelSpans;
+  if (s2d.tiles < kMinTilesPerSm * device.sm_count) {
+    if (p.dtype == DType::kFloat32) return p.allow_tf32 && pixel_spans;
+    return other == Staging::kLoads && (unit_stride || pixel_spans);
+  }
+  // float32 with allow_tf32: multiplied as fp16 here, TF32 there.
   if (p.dtype == DType::kFloat32 && p.allow_tf32) return true;
-  // float32: wherever the other engine has no TMA copy: unit-stride rows it copies
-  // otherwise (227, 512), and other W strides (channels_last: 0.83x the time since
-  // both engines store channels-last outputs along channels, perf-notes v23).
-  // With TMA (224, 256) the other engine is faster.
-  if (p.dtype == DType::kFloat32) return other != WindowStaging::kTma;
-  // 16-bit: where this kernel stages by TMA (224, 256, 512), or the other one loads
-  // elements (227, channels_last: 0.82-0.85x) or 4-byte pairs (0.95x).
-  return other == WindowStaging::kRegisters || other == WindowStaging::kCopy4 || s2d.tma_boxes;
+  // float32: wherever the other engine has no TMA copy: unit-stride rows it copies otherwise
+  // (227, 512), and other W strides (channels_last, both engines storing channels-last
+  // outputs along channels). With TMA (224, 256) the other engine is faster.
+  if (p.dtype == DType::kFloat32) return other != Staging::kTma;
+  // 16-bit: where this kernel stages by TMA (224, 256, 512), or the other one loads elements
+  // (227, channels_last) or 4-byte pairs.
+  return other == Staging::kLoads || other == Staging::kCopy4 || s2d.staging == Staging::kTma;
 }
 
-Kernel mma_sync_kernel(IgemmFit fit) {
-  return fit == IgemmFit::kHalfN ? Kernel::kMmaSyncN48 : fit == IgemmFit::kQuarterN ? Kernel::kMmaSyncN24
-                                                                                     : Kernel::kMmaSync;
-}
-
-IgemmFit fit_of(Kernel kernel) {
-  return kernel == Kernel::kMmaSyncN48 ? IgemmFit::kHalfN
-         : kernel == Kernel::kMmaSyncN24 ? IgemmFit::kQuarterN
-                                         : IgemmFit::kResident;
-}
-
-// Where the portable space-to-depth kernel beats the register-gather one off Hopper (perf-notes
-// "The portable space-to-depth kernel"; H100 and H200 planning as sm_86 and sm_80): float32 with
-// allow_tf32 everywhere (batch 256 at 224: as sm_86 0.34 ms against 0.58, as sm_80 0.28 against
-// 0.58); 16 bits wherever the register gather loads elements one by one -- channels_last inputs
-// (as sm_86 0.33 against 1.18, as sm_80 0.29 against 0.62) and rows not 4-byte aligned (227: as
-// sm_80 0.28 against 0.66, as sm_86 against 1.30) -- and from NCHW rows where it loads column
-// pairs: always in the 99 KB fit (as sm_86 0.26 against 0.34), from 32 tiles per SM in the Whole
-// fit (A100; H200 as sm_80, batch 256: 224 0.254 against 0.262, 512 1.29 against 1.39; at 8-12
-// tiles per SM, 224 and 256 batch 64, the register gather is 5-9% faster). Small batches keep the
-// register gather, whose plan spreads them over more CTAs (the Hopper kernel's rule, s2d_preferred).
-bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device) {
-  const S2dMmaSyncFacts s2d = s2d_mma_sync_facts(p, device);
+// Where the portable space-to-depth kernel beats the register-gather one off Hopper (H100 and
+// H200 planning as sm_86 and sm_80): float32 with allow_tf32 everywhere; 16 bits wherever the
+// register gather loads elements one by one -- channels_last inputs and rows not 4-byte
+// aligned (227) -- and from NCHW rows where it loads column pairs: always in the Halves fit,
+// from 32 tiles per SM in the Whole fit (A100; at 8-12 tiles per SM the register gather is
+// faster). Small batches keep the register gather, whose plan spreads them over more CTAs (the
+// Hopper kernel's rule, s2d_preferred).
+bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device, const Candidates& c) {
   constexpr int64_t kMinTilesPerSm = 4, kWholeNchwTilesPerSm = 32;
-  if (s2d.groups == 0 || s2d.tiles < kMinTilesPerSm * device.sm_count) return false;
+  if (!c.portable || c.portable->tiles < kMinTilesPerSm * device.sm_count) return false;
+  const LaunchPlan& portable = *c.portable;
   // float32: with allow_tf32 everywhere; accurate (bf16x3) where the register gather splits the
-  // channels over CTAs (163 KB and 99 KB parts: as sm_80 0.51 ms against 0.65, as sm_86 0.61
-  // against 1.14); where it holds them all (Hopper-sized parts without sm_90a) it is as fast.
-  if (p.dtype == DType::kFloat32) return p.allow_tf32 || igemm_fit(p, device) != IgemmFit::kResident;
+  // channels over CTAs (163 KB and 99 KB parts); where it holds them all (Hopper-sized parts
+  // without sm_90a) it is as fast.
+  if (p.dtype == DType::kFloat32) return p.allow_tf32 || !c.gather || c.gather->fit != Fit::kWhole;
   const bool channels_last = p.in_stride[1] == 1;
-  if (channels_last || igemm_window_staging(p, device) == WindowStaging::kRegisters) return true;
-  return s2d.pair_staging && (s2d.groups == 2 || s2d.tiles >= kWholeNchwTilesPerSm * device.sm_count);
+  if (channels_last || !c.gather || c.gather->staging == Staging::kLoads) return true;
+  return portable.staging == Staging::kPairs &&
+         (portable.fit == Fit::kHalves || portable.tiles >= kWholeNchwTilesPerSm * device.sm_count);
 }
 
-// Where a float32 allow_tf32 call runs faster in the float32-accurate mode (dispatch_problem):
-// GPUs planning a split fit of the register gather, where neither space-to-depth kernel takes
-// the call, at up to 128 output pixels per SM (batch 1 at every size to 512x512, batch 2-4 at
-// 224). The accurate split spreads a call over more CTAs on the 99 KB parts (four groups of 24
-// channels against two of 48) and loads float32 rows as they are, where TF32's float16 words
-// are converted first. H100 planning as sm_86, batch 1: 0.018-0.043 ms against 0.021-0.084
-// (512: TF32 0.84x nn.Conv2d, accurate 1.98x); as sm_80 0.021-0.035 against 0.021-0.052 (512
-// NCHW 5% slower, accepted); batch 8: TF32 faster at 224, 256 and 512 (perf-notes).
-bool tf32_runs_accurate(const Problem& p, const DeviceInfo& device) {
+// Where a float32 allow_tf32 call runs faster in the float32-accurate mode: GPUs planning a
+// split fit of the register gather, where neither space-to-depth kernel takes the call, at up
+// to 128 output pixels per SM (batch 1 at every size to 512x512, batch 2-4 at 224). The
+// accurate split spreads a call over more CTAs on the 99 KB parts (four groups of 24 channels
+// against two of 48) and loads float32 rows as they are, where TF32's float16 words are
+// converted first (at batch 8 TF32 is faster again).
+bool tf32_runs_accurate(const Problem& p, const DeviceInfo& device, const Candidates& c) {
   if (p.dtype != DType::kFloat32 || !p.allow_tf32) return false;
   constexpr int64_t kMaxPixelsPerSm = 128;
   if (p.batch * p.out_h * p.out_w > kMaxPixelsPerSm * device.sm_count) return false;
-  const IgemmFit fit = igemm_fit(p, device);
-  if (fit == IgemmFit::kNone || fit == IgemmFit::kResident || s2d_preferred(p, device) ||
-      s2d_mma_sync_preferred(p, device)) {
+  if (!c.gather || c.gather->fit == Fit::kWhole || s2d_preferred(p, device, c) ||
+      s2d_mma_sync_preferred(p, device, c)) {
     return false;
   }
   Problem accurate = p;
   accurate.allow_tf32 = false;
-  return igemm_fit(accurate, device) != IgemmFit::kNone;
+  return widest_gather(accurate, device).has_value();
+}
+
+LaunchPlan aten_plan(const Problem& p) {
+  LaunchPlan plan;
+  plan.kernel = Kernel::kAten;
+  plan.problem = p;
+  return plan;
+}
+
+LaunchPlan chosen(LaunchPlan plan, const char* rule) {
+  plan.rule = rule;
+  return plan;
 }
 
 // The fastest path that can run the call: on Hopper the space-to-depth kernel where measured
 // faster, else the register gather's wgmma kernel; elsewhere the portable space-to-depth kernel
 // where measured faster, else the register gather's mma.sync kernel in the widest fit the GPU's
-// shared memory takes; else ATen's convolution (as nn.Conv2d: 17-27x faster than the direct
-// kernel on an H200, which stays the tests' plain reference).
-Kernel auto_kernel(const Problem& p, const DeviceInfo& device) {
-  if (s2d_preferred(p, device)) return Kernel::kS2d;
-  const IgemmFit fit = igemm_fit(p, device);
-  if (fit == IgemmFit::kResident && wgmma_available(device)) return Kernel::kWgmma;
-  if (s2d_mma_sync_preferred(p, device)) return Kernel::kS2dMmaSync;
-  if (fit != IgemmFit::kNone) return mma_sync_kernel(fit);
-  return device.aten_available ? Kernel::kAten : Kernel::kDirect;
+// shared memory takes; else ATen's convolution (as nn.Conv2d, far faster than the direct
+// kernel, which stays the tests' plain reference).
+LaunchPlan auto_plan(const Problem& p, const DeviceInfo& device) {
+  Candidates c = candidates(p, device);
+  if (tf32_runs_accurate(p, device, c)) {
+    Problem accurate = p;
+    accurate.allow_tf32 = false;
+    return chosen(*widest_gather(accurate, device), "tf32_runs_accurate");
+  }
+  if (s2d_preferred(p, device, c)) return chosen(*c.s2d, "s2d_preferred");
+  if (c.gather && c.gather->kernel == Kernel::kWgmma) return chosen(*c.gather, "wgmma: Whole fit on Hopper");
+  if (s2d_mma_sync_preferred(p, device, c)) return chosen(*c.portable, "s2d_mma_sync_preferred");
+  if (c.gather) return chosen(*c.gather, "mma_sync: the widest fit");
+  return device.aten_available ? chosen(aten_plan(p), "no kernel of ours runs the call")
+                               : chosen(plan_direct(p), "no kernel of ours, no ATen");
 }
 
 // "M.m" or "M.m:bytes" -> the GPU class to plan as.
@@ -189,63 +206,36 @@ bool kernels_cover(int64_t out_channels, int64_t padding) {
   return padding == kPad && out_channels % 8 == 0 && out_channels >= 8 && out_channels <= kOutChannels;
 }
 
-Problem dispatch_problem(const Problem& p, const DeviceInfo& device) {
-  Problem runs = p;
-  if (kernel_override() == Override::kAuto && tf32_runs_accurate(p, device)) runs.allow_tf32 = false;
-  return runs;
-}
-
-Kernel choose_kernel(const Problem& p, const DeviceInfo& device) {
+LaunchPlan plan_call(const Problem& p, const DeviceInfo& device) {
+  const auto forced = [&](std::optional<LaunchPlan> plan, const char* name) {
+    TORCH_CHECK(plan.has_value(), "ALEXCONV_CUDA_KERNEL=", name, " asks for a kernel this GPU (sm_", device.major,
+                device.minor, ") or build cannot run");
+    return chosen(*plan, "ALEXCONV_CUDA_KERNEL");
+  };
   switch (kernel_override()) {
-    case Override::kAuto: return auto_kernel(p, device);
-    case Override::kDirect: return Kernel::kDirect;
+    case Override::kAuto: return auto_plan(p, device);
+    case Override::kDirect: return chosen(plan_direct(p), "ALEXCONV_CUDA_KERNEL");
     case Override::kAten:
       TORCH_CHECK(device.aten_available, "ALEXCONV_CUDA_KERNEL=aten asks for ATen's convolution, "
                   "which the caller said cannot run here");
-      return Kernel::kAten;
-    case Override::kS2d:
-      TORCH_CHECK(s2d_facts(p, device).supported, "ALEXCONV_CUDA_KERNEL=s2d asks for a kernel this GPU (sm_",
-                  device.major, device.minor, ") or build cannot run");
-      return Kernel::kS2d;
-    case Override::kS2dMmaSync:
-      TORCH_CHECK(s2d_mma_sync_facts(p, device).groups > 0, "ALEXCONV_CUDA_KERNEL=s2d_mma_sync asks for a kernel this "
-                  "GPU (sm_", device.major, device.minor, ") or build cannot run");
-      return Kernel::kS2dMmaSync;
-    case Override::kWgmma:
-      TORCH_CHECK(igemm_fit_supported(p, device, IgemmFit::kResident) && wgmma_available(device),
-                  "ALEXCONV_CUDA_KERNEL=wgmma asks for a kernel this GPU (sm_", device.major, device.minor,
-                  ") or build cannot run");
-      return Kernel::kWgmma;
+      return chosen(aten_plan(p), "ALEXCONV_CUDA_KERNEL");
+    case Override::kS2d: return forced(plan_s2d(p, device), "s2d");
+    case Override::kS2dMmaSync: return forced(plan_s2d_mma_sync(p, device), "s2d_mma_sync");
+    case Override::kWgmma: return forced(plan_igemm(p, device, Fit::kWhole, /*wgmma=*/true), "wgmma");
     case Override::kMmaSync: {  // the mma.sync engine in the widest fit this GPU takes
-      const IgemmFit fit = igemm_fit(p, device);
-      TORCH_CHECK(fit != IgemmFit::kNone, "ALEXCONV_CUDA_KERNEL=mma_sync asks for a kernel this GPU (sm_",
-                  device.major, device.minor, ") or build cannot run");
-      return mma_sync_kernel(fit);
+      std::optional<LaunchPlan> plan;
+      for (Fit fit : {Fit::kWhole, Fit::kHalves, Fit::kQuarters}) {
+        if (!plan) plan = plan_igemm(p, device, fit, /*wgmma=*/false);
+      }
+      return forced(plan, "mma_sync");
     }
     case Override::kMmaSyncSplit: {  // the narrowest split the dtype has: the 99 KB parts' kernel
-      const IgemmFit fit = igemm_fit_supported(p, device, IgemmFit::kQuarterN) ? IgemmFit::kQuarterN : IgemmFit::kHalfN;
-      TORCH_CHECK(igemm_fit_supported(p, device, fit), "ALEXCONV_CUDA_KERNEL=mma_sync_split asks for a kernel "
-                  "this GPU (sm_", device.major, device.minor, ") or build cannot run");
-      return mma_sync_kernel(fit);
+      std::optional<LaunchPlan> plan = plan_igemm(p, device, Fit::kQuarters, /*wgmma=*/false);
+      if (!plan) plan = plan_igemm(p, device, Fit::kHalves, /*wgmma=*/false);
+      return forced(plan, "mma_sync_split");
     }
   }
-  return Kernel::kDirect;
-}
-
-cudaError_t launch(Kernel kernel, const Problem& p, DeviceInfo device, cudaStream_t stream) {
-  switch (kernel) {
-    case Kernel::kDirect: return launch_conv1_direct(p, stream);
-    case Kernel::kS2d: return launch_conv1_s2d(p, device, stream);
-    case Kernel::kS2dMmaSync: return launch_conv1_s2d_mma_sync(p, device, stream);
-    case Kernel::kMmaSync:
-    case Kernel::kMmaSyncN48:
-    case Kernel::kMmaSyncN24:
-    case Kernel::kWgmma:
-      device.allow_wgmma = kernel == Kernel::kWgmma;
-      return launch_conv1_igemm(p, device, fit_of(kernel), stream);
-    case Kernel::kAten: break;  // not ours: the caller runs it
-  }
-  return cudaErrorInvalidValue;
+  return chosen(plan_direct(p), "");
 }
 
 }  // namespace cuda

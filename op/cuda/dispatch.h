@@ -1,11 +1,13 @@
-// Which kernel runs a call: the whole policy in one place (dispatch.cpp), so that
-// "which kernel runs for my call?" has one answer. docs/architecture.md has the table.
+// Which kernel runs a call: the whole policy in one place (dispatch.cpp), choosing among the
+// families' launch plans, so that "which kernel runs for my call?" has one answer.
+// docs/architecture.md has the table.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include "catalog.h"  // Kernel, kernel_name, the GPU classes
 #include "kernel_api.h"
+#include "launch_plan.h"
 
 namespace alexconv {
 namespace cuda {
@@ -18,16 +20,14 @@ namespace cuda {
 // can (the CUDA backend: always).
 DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 
-// The kernel for this call: the one ALEXCONV_CUDA_KERNEL forces (raising a clear error
-// where this GPU or build cannot run it), else the fastest that can run it here. Never
-// kAten where one of ours can run the call; never kDirect where ATen can.
-Kernel choose_kernel(const Problem& problem, const DeviceInfo& device);
-
-// The problem as the kernels run it: the caller's, except that a float32 allow_tf32 call
-// runs float32-accurate where that is measured faster (few output pixels per SM off Hopper;
-// the result is then more exact than the TF32 contract asks). Callers pass its result to
-// choose_kernel and launch; ALEXCONV_CUDA_KERNEL leaves the mode as asked.
-Problem dispatch_problem(const Problem& problem, const DeviceInfo& device);
+// The plan for this call: the kernel ALEXCONV_CUDA_KERNEL forces (raising a clear error where
+// this GPU or build cannot run it), else the fastest that can run it here, as its family
+// planned it; a plan of kernel kAten where the caller runs ATen's convolution. Never kAten where
+// one of ours can run the call; never kDirect where ATen can. Under auto a float32 allow_tf32
+// call may run float32-accurate where that is measured faster (few output pixels per SM off
+// Hopper; the result is then more exact than the TF32 contract asks): the plan's problem says.
+// The plan is then launched as it is (launch_plan.h: launch).
+LaunchPlan plan_call(const Problem& problem, const DeviceInfo& device);
 
 // Whether our kernels (igemm/, s2d/, direct/) are built for this call's geometry: padding 2
 // and output channels a multiple of 8 up to 96 (torchvision's AlexNet has 64, KernelBench 96;
@@ -35,11 +35,6 @@ Problem dispatch_problem(const Problem& problem, const DeviceInfo& device);
 // for). Other calls of the op family (any C_out in [1, 256], padding 0-5) take ATen's
 // convolution, whatever ALEXCONV_CUDA_KERNEL says.
 bool kernels_cover(int64_t out_channels, int64_t padding);
-
-// Enqueues one of our kernels (not kAten: the caller runs that) on `stream`; errors of
-// its set-up calls are returned, the launch itself is checked by the caller
-// (C10_CUDA_KERNEL_LAUNCH_CHECK).
-cudaError_t launch(Kernel kernel, const Problem& problem, DeviceInfo device, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace alexconv

@@ -1,5 +1,5 @@
-// Standalone check of the CUDA kernels (op/cuda) without torch: it launches them through
-// kernel_api.h exactly as dispatch.cpp does, on every path that the device (and the GPU
+// Standalone check of the CUDA kernels (op/cuda) without torch: it plans and launches them
+// through launch_plan.h exactly as dispatch.cpp does, on every path that the device (and the GPU
 // classes ALEXCONV_EMULATE_DEVICE plans as) can take, and compares every output element with
 // a float64 CPU reference under the library's numerical contract (reference.h). Built by
 // scripts/build_cuda_harness.sh, e.g. with nvcc 11.8 and the static runtime, so that a binary
@@ -50,14 +50,8 @@ namespace {
   } while (0)
 
 cudaError_t launch(const Launch& L, const Problem& p, const std::vector<DeviceClass>& classes, cudaStream_t s) {
-  DeviceInfo d = classes[size_t(L.cls)].info;
-  switch (L.family) {
-    case Family::kDirect: return launch_conv1_direct(p, s);
-    case Family::kS2d: return launch_conv1_s2d(p, d, s);
-    case Family::kS2dMmaSync: return launch_conv1_s2d_mma_sync(p, d, s);
-    case Family::kIgemm: d.allow_wgmma = L.wgmma; return launch_conv1_igemm(p, d, L.fit, s);
-  }
-  return cudaErrorInvalidValue;
+  const std::optional<LaunchPlan> plan = plan_of(L, p, classes);
+  return plan ? alexconv::cuda::launch(*plan, s) : cudaErrorInvalidValue;
 }
 
 // Waits for the stream, polling: a kernel that never finishes (a ring deadlock) ends the

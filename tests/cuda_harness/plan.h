@@ -5,17 +5,19 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cuda/catalog.h"
 #include "cuda/kernel_api.h"
+#include "cuda/launch_plan.h"
 #include "reference.h"
 
 namespace harness {
 
-using namespace alexconv::cuda;  // kernel_api.h: Problem, DeviceInfo, the fit queries
+using namespace alexconv::cuda;  // kernel_api.h, launch_plan.h: Problem, DeviceInfo, the plans
 
 // ---- What runs: shapes x layouts, modes, and the launches each device class takes.
 
@@ -35,7 +37,7 @@ struct Group {
 // input and output, a non-unit column stride, a channels_last weight. Then other channel counts
 // and relu (issue 46): torchvision's AlexNet (64 channels, relu) at 224 wide, whose 16-bit rows
 // are whole 16-byte units (TMA boxes, 16-byte copies); one n-tile (8) into channels_last, where a
-// 16-bit pixel is one 16-byte store; 40 (HalfN's first group only, QuarterN's two of four) with
+// 16-bit pixel is one 16-byte store; 40 (Halves' first group only, Quarters' two of four) with
 // relu and no bias, where relu zeroes about half the outputs; 88 (every split group, the last
 // partly) with a channels_last weight; 96 with relu. The CPU reference costs 363 MACs per
 // output: about 5.5e9 MACs in all, well under 60 s on 16 cores.
@@ -82,39 +84,44 @@ inline std::vector<DeviceClass> device_classes(const DeviceInfo& native) {
 enum class Family { kDirect, kIgemm, kS2d, kS2dMmaSync };
 struct Launch {
   Family family;
-  IgemmFit fit;
-  bool wgmma;  // DeviceInfo::allow_wgmma, as dispatch.cpp launch() sets it
+  Fit fit;     // the register gather's fit asked for; the portable s2d's as it planned
+  bool wgmma;  // the register gather's engine
   int cls;     // index into the device classes
-  std::string kernel, fit_name;
+  std::string kernel, fit_name, staging;
 };
 
-inline const char* fit_name(IgemmFit f) {
-  return f == IgemmFit::kResident ? "Resident" : f == IgemmFit::kHalfN ? "HalfN" : f == IgemmFit::kQuarterN ? "QuarterN" : "-";
+// The family's plan for the launch on its class, as the library's dispatcher would get it
+// (launch_plan.h); the run re-plans with the real problem (its pointers), as the op does.
+inline std::optional<LaunchPlan> plan_of(const Launch& L, const Problem& p, const std::vector<DeviceClass>& classes) {
+  const DeviceInfo& d = classes[size_t(L.cls)].info;
+  switch (L.family) {
+    case Family::kDirect: return plan_direct(p);
+    case Family::kIgemm: return plan_igemm(p, d, L.fit, L.wgmma);
+    case Family::kS2d: return plan_s2d(p, d);
+    case Family::kS2dMmaSync: return plan_s2d_mma_sync(p, d);
+  }
+  return std::nullopt;
 }
 
 // Every launch the library could make for this problem: direct (device-independent; no TF32
-// mode of its own), the register gather in every fit igemm_fit_supported accepts per class
-// (wgmma and mma.sync both where the resident fit has wgmma), s2d where s2d_facts allows, and the
-// portable s2d in the fit s2d_mma_sync_facts gives.
+// mode of its own), the register gather in every fit it plans per class (wgmma and mma.sync
+// both where Whole has wgmma), s2d where it plans, and the portable s2d in the fit it plans.
 inline std::vector<Launch> plan_launches(const Problem& p, Mode mode, const std::vector<DeviceClass>& classes) {
   std::vector<Launch> out;
-  if (mode != Mode::kTf32) out.push_back({Family::kDirect, IgemmFit::kNone, false, 0, kernel_name(Kernel::kDirect), "-"});
+  const auto add = [&](Family family, Fit fit, bool wgmma, int c, const std::optional<LaunchPlan>& plan) {
+    if (!plan) return;
+    out.push_back({family, fit, wgmma, c, kernel_name(plan->kernel), family == Family::kS2d ? "-" : fit_name(plan->fit),
+                   staging_name(plan->staging)});
+  };
+  if (mode != Mode::kTf32) out.push_back({Family::kDirect, Fit::kWhole, false, 0, kernel_name(Kernel::kDirect), "-", "-"});
   for (int c = 0; c < int(classes.size()); ++c) {
     const DeviceInfo& d = classes[size_t(c)].info;
-    for (IgemmFit fit : {IgemmFit::kResident, IgemmFit::kHalfN, IgemmFit::kQuarterN}) {
-      if (!igemm_fit_supported(p, d, fit)) continue;
-      if (fit == IgemmFit::kResident && wgmma_available(d)) {
-        out.push_back({Family::kIgemm, fit, true, c, kernel_name(Kernel::kWgmma), fit_name(fit)});
-      }
-      const Kernel k = fit == IgemmFit::kHalfN ? Kernel::kMmaSyncN48 : fit == IgemmFit::kQuarterN ? Kernel::kMmaSyncN24 : Kernel::kMmaSync;
-      out.push_back({Family::kIgemm, fit, false, c, kernel_name(k), fit_name(fit)});
+    for (Fit fit : {Fit::kWhole, Fit::kHalves, Fit::kQuarters}) {
+      for (bool wgmma : {true, false}) add(Family::kIgemm, fit, wgmma, c, plan_igemm(p, d, fit, wgmma));
     }
-    if (s2d_facts(p, d).supported) out.push_back({Family::kS2d, IgemmFit::kNone, false, c, kernel_name(Kernel::kS2d), "-"});
-    const int groups = s2d_mma_sync_facts(p, d).groups;
-    if (groups > 0) {
-      out.push_back({Family::kS2dMmaSync, IgemmFit::kNone, false, c, kernel_name(Kernel::kS2dMmaSync),
-                     groups == 1 ? "Whole" : groups == 2 ? "Halves" : "Thirds"});
-    }
+    add(Family::kS2d, Fit::kWhole, false, c, plan_s2d(p, d));
+    const std::optional<LaunchPlan> portable = plan_s2d_mma_sync(p, d);
+    add(Family::kS2dMmaSync, portable ? portable->fit : Fit::kWhole, false, c, portable);
   }
   return out;
 }

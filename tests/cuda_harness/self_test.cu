@@ -274,7 +274,7 @@ int self_test() {
     expect(kernels(Mode::kBFloat16, 1) == "mma_sync mma_sync_n48", "as-8.0 bfloat16: " + kernels(Mode::kBFloat16, 1));
     expect(kernels(Mode::kFloat32, 2) == "mma_sync_n24", "as-8.6 float32: " + kernels(Mode::kFloat32, 2));
     expect(kernels(Mode::kFloat16, 2) == "mma_sync_n48", "as-8.6 float16: " + kernels(Mode::kFloat16, 2));
-    // TF32 fits the 99 KB parts over two CTAs as float16 words (mma::Tf32AsHalf), over four as TF32.
+    // TF32 fits the 99 KB parts over two CTAs as float16 words (mma::Float32AsHalf), over four as TF32.
     expect(kernels(Mode::kTf32, 2) == "mma_sync_n48 mma_sync_n24", "as-8.6 tf32: " + kernels(Mode::kTf32, 2));
     // The portable space-to-depth kernel: every weight in one CTA where 163 KB allow it, two groups
     // of 48 channels in 99 KB; float32 accurate (bf16x3, twice the bytes) in two groups on the

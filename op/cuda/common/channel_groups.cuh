@@ -1,6 +1,6 @@
 // Split kernels: the CTAs of grid row blockIdx.y compute output channels
 // [y * kChannels, (y + 1) * kChannels) and hold only that group's weights (the register
-// gather's HalfN and QuarterN fits, the portable space-to-depth kernel). The groups of a
+// gather's Halves and Quarters fits, the portable space-to-depth kernel). The groups of a
 // tile run side by side, so the second reads the input window from L2.
 #pragma once
 

@@ -100,7 +100,7 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMT][kNT][4], const float*
 // and applies p.relu to what it stores (relu_output).
 // The accumulators are the tile's last use of them: relu rewrites them in place (no
 // registers beside them; the resident TF32 mma.sync kernels are at the edge of spilling),
-// and p.out_channels is read where used (a Resident kernel's p is its parameter, in the
+// and p.out_channels is read where used (a Whole kernel's p is its parameter, in the
 // constant bank).
 template <int kNT, int kMT>
 __device__ __forceinline__ void store_tile(float (&acc)[kMT][kNT][4],

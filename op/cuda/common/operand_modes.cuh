@@ -8,8 +8,7 @@
 //   Bf16x3 - float32-accurate: x = hi + lo with hi, lo bf16; x*w ~ hi*hi + hi*lo + lo*hi.
 //   Tf32   - allow_tf32: two m16n8k8 TF32 MMAs per step.
 //   Half<> - float16 / bfloat16 inputs: one m16n8k16 MMA, float32 accumulation.
-//   Tf32AsHalf - allow_tf32 in the split fits: float32 staged as float16 words, Half's MMAs.
-// (s2d/half_of_float.cuh adds one more, for the space-to-depth kernel alone.)
+//   Float32AsHalf - allow_tf32 as float16 words: float32 rounded to float16, Half's MMAs.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,6 +18,7 @@
 
 #include "../arch/mma_sync.cuh"
 #include "../arch/wgmma.cuh"
+#include "launch_terms.h"  // OperandMode
 
 namespace alexconv {
 namespace cuda {
@@ -302,13 +302,15 @@ struct Half {
   }
 };
 
-// allow_tf32 in the register gather's split fits: float32 inputs rounded to float16 as they
-// are staged (float16's 10-bit mantissa is TF32's; the MMA runs at twice TF32's rate on half
-// the operand bytes, so the 99 KB parts take the HalfN fit instead of QuarterN). Weights come
-// scaled by a power of two (common/weight_scale.cuh); inputs outside float16's range are the
-// kernel's to guard (tiles voted exact, igemm/producers.cuh). Staged through registers only:
-// a 16-bit slot holds half a float32 window, so nothing can land raw and convert in place.
-struct Tf32AsHalf : Half<false> {
+// allow_tf32 multiplied as float16 (the space-to-depth kernels, and the register gather's Halves
+// fit): float32 inputs and weights rounded to float16, whose 10-bit mantissa is TF32's, at twice
+// TF32's tensor rate on half the operand bytes (cuBLAS calls this CUBLAS_COMPUTE_32F_FAST_16F).
+// float16's narrow range is the kernel's to guard: weights come scaled by a power of two
+// (common/weight_scale.cuh), and tiles whose inputs overflow float16 or all sit near its
+// subnormals are computed exactly (the tile votes, common/tile_votes.cuh). The register gather
+// stages it through registers only: a 16-bit slot holds half a float32 window, so nothing can
+// land raw and convert in place.
+struct Float32AsHalf : Half<false> {
   using Raw = float;
   static constexpr bool kScalesWeights = true;
   __device__ static Word to_word(float x, Round) { return __half_as_ushort(__float2half_rn(x)); }
@@ -317,8 +319,33 @@ struct Tf32AsHalf : Half<false> {
   __device__ static uint4 pack_b(const W& w, int chunk, int g, int t) {
     return pack_b_as(w, chunk, g, t, [](float lo, float hi) { return pack_half2(lo, hi); });
   }
+  // wgmma's B (the Hopper space-to-depth kernel), rounded to float16.
+  template <class W>
+  __device__ static void wg_words(const W& w, int n, int unit, uint32_t (&words)[kWgBlocks]) {
+    words[0] = pack_half2(w(n, 2 * unit), w(n, 2 * unit + 1));
+  }
 };
 
 }  // namespace mma
+
+// The plan's operand mode as a type, for a launch's template arguments: visit(ModeTag<Mode, T>{})
+// with the mode's fragments and its inputs' storage dtype.
+template <class M, DType T>
+struct ModeTag {
+  using Mode = M;
+  static constexpr DType kDType = T;
+};
+template <class Visit>
+auto visit_mode(OperandMode mode, Visit&& visit) {
+  switch (mode) {
+    case OperandMode::kFloat16: return visit(ModeTag<mma::Half<false>, DType::kFloat16>{});
+    case OperandMode::kBFloat16: return visit(ModeTag<mma::Half<true>, DType::kBFloat16>{});
+    case OperandMode::kTf32: return visit(ModeTag<mma::Tf32, DType::kFloat32>{});
+    case OperandMode::kFloat32AsHalf: return visit(ModeTag<mma::Float32AsHalf, DType::kFloat32>{});
+    case OperandMode::kBf16x3: break;
+  }
+  return visit(ModeTag<mma::Bf16x3, DType::kFloat32>{});
+}
+
 }  // namespace cuda
 }  // namespace alexconv

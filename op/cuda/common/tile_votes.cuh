@@ -1,6 +1,6 @@
 // The producers' votes on tiles to store exactly, shared by the kernels that guard a float16
 // operand's range: the space-to-depth kernel (s2d/, every mode) and the register gather's
-// float32-as-float16 words (igemm/, mma::Tf32AsHalf).
+// float32-as-float16 words (igemm/, mma::Float32AsHalf).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ namespace cuda {
 
 using mma::kTapsPerChannel;
 
-// Modes that multiply float32 as float16 (s2d/half_of_float.cuh) pack their weights
+// Modes that multiply float32 as float16 (mma::Float32AsHalf) pack their weights
 // times a power of two; they say so with a member kScalesWeights = true.
 template <class Mode, class = void>
 constexpr bool kScalesWeights = false;

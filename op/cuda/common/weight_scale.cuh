@@ -1,5 +1,5 @@
 // The power-of-two weight scale of the kernels that multiply float32 as float16 (allow_tf32:
-// s2d's mma::HalfOfFloat on Hopper, the register gather's mma::Tf32AsHalf on the split fits).
+// s2d's mma::Float32AsHalf on Hopper, the register gather's mma::Float32AsHalf on the split fits).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 namespace alexconv {
 namespace cuda {
 
-// Float32 weights multiplied as float16 (s2d's mma::HalfOfFloat, igemm's mma::Tf32AsHalf) are
+// Float32 weights multiplied as float16 (s2d's mma::Float32AsHalf, igemm's mma::Float32AsHalf) are
 // first scaled by the power of two that brings the largest finite magnitude into [2^14, 2^15):
 // none overflows float16, and every weight within 2^-24 of the largest stays a float16
 // normal (full precision). The accumulators are scaled back by the inverse in the

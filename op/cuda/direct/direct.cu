@@ -1,7 +1,7 @@
 // The direct kernel: one thread per output value, float accumulation, any
 // strides. It is the portable path for GPUs whose shared memory cannot hold the
 // implicit GEMM's working set, and the plainest statement of what the op computes.
-#include "../kernel_api.h"
+#include "../launch_plan.h"
 
 #include <algorithm>
 
@@ -31,7 +31,7 @@ __global__ void conv1_direct_kernel(const Problem p, int64_t total) {
 }
 
 template <DType T>
-cudaError_t launch_direct_typed(const Problem& p, cudaStream_t stream) {
+cudaError_t launch_typed(const Problem& p, cudaStream_t stream) {
   const int64_t total = p.batch * p.out_channels * p.out_h * p.out_w;
   if (total == 0) return cudaSuccess;
   constexpr int kBlock = 256;
@@ -43,11 +43,21 @@ cudaError_t launch_direct_typed(const Problem& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t launch_conv1_direct(const Problem& p, cudaStream_t stream) {
+// Any call: float accumulation, whatever allow_tf32 says (no tensor cores: `mode` unused).
+LaunchPlan plan_direct(const Problem& p) {
+  LaunchPlan plan;
+  plan.kernel = Kernel::kDirect;
+  plan.problem = p;
+  plan.tiles = p.batch * p.out_channels * p.out_h * p.out_w;  // one thread per output
+  return plan;
+}
+
+cudaError_t launch_direct(const LaunchPlan& plan, cudaStream_t stream) {
+  const Problem& p = plan.problem;
   switch (p.dtype) {
-    case DType::kFloat32: return launch_direct_typed<DType::kFloat32>(p, stream);
-    case DType::kFloat16: return launch_direct_typed<DType::kFloat16>(p, stream);
-    case DType::kBFloat16: return launch_direct_typed<DType::kBFloat16>(p, stream);
+    case DType::kFloat32: return launch_typed<DType::kFloat32>(p, stream);
+    case DType::kFloat16: return launch_typed<DType::kFloat16>(p, stream);
+    case DType::kBFloat16: return launch_typed<DType::kBFloat16>(p, stream);
   }
   return cudaErrorInvalidValue;
 }

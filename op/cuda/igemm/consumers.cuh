@@ -21,7 +21,7 @@ namespace igemm {
 
 // Consumer warps: per stage, multiply the slot's window by the channel's B;
 // after a tile's last channel, store (the accumulators began at the bias). Modes that scale
-// their weights (kScalesWeights: mma::Tf32AsHalf) start from zero, and at the store scale back
+// their weights (kScalesWeights: mma::Float32AsHalf) start from zero, and at the store scale back
 // by `unscale` and add the bias -- unless the producers voted the tile exact
 // (RingBarriers::votes), which they then store themselves.
 template <class Mode, DType T, bool kWgmma, class F>

@@ -23,11 +23,11 @@
 // producers.cuh (the producer warps), pixel_map.cuh, a_fragments.cuh,
 // mainloop_sm80.cuh / mainloop_sm90.cuh and consumers.cuh (the consumer warps). This
 // file holds the kernel, the staging choice and the launch.
-#include "../catalog.h"
-#include "../kernel_api.h"
+#include "../launch_plan.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "../../conv1_geometry.h"
@@ -46,7 +46,7 @@ namespace cuda {
 namespace igemm {
 namespace {
 
-// The problem as the CTAs of channel group blockIdx.y see it (the whole problem for Resident
+// The problem as the CTAs of channel group blockIdx.y see it (the whole problem for Whole
 // kernels).
 template <class F, int kElemBytes>
 __device__ __forceinline__ Problem group_problem(const Problem& p) {
@@ -65,14 +65,14 @@ __global__ void __launch_bounds__(kTileThreads, 1)
   __trap();  // mma.sync, cp.async and mbarriers need sm_80; dispatch.cpp never launches it here
 #else
   static_assert(!kWgmma || F::kGroups == 1, "wgmma kernels hold every channel");
-  // mma::Tf32AsHalf's weights pack only for mma.sync (it inherits Half's 16-bit wg_words).
+  // mma::Float32AsHalf's weights pack only for mma.sync (it inherits Half's 16-bit wg_words).
   static_assert(!(kScalesWeights<Mode> && kWgmma), "float16 words of float32 only in mma.sync kernels");
-  // Resident kernels read the parameter itself (a copy changes their code).
+  // Whole kernels read the parameter itself (a copy changes their code).
   Problem grouped;
   const Problem& p =
       F::kGroups == 1 ? problem : (grouped = group_problem<F, int(sizeof(typename Mode::Raw))>(problem));
   using Word = typename Mode::Word;
-  constexpr bool kAsync = kStaging != Staging::kRegisters && kStaging != Staging::kRegisters16;
+  constexpr bool kAsync = kStaging != Staging::kLoads && kStaging != Staging::kLoads16;
   constexpr int kStages = F::kStages, kRawSlots = F::kRawSlots;
   using Layout = SmemLayout<Mode, F>;
   static_assert(std::is_same_v<typename Mode::Raw, typename Storage<T>::type>, "mode matches dtype");
@@ -131,10 +131,12 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 #endif
 }
 
-// Which staging the input's strides and alignment allow (see Staging). Float32 staged as
-// 16-bit words (mma::Tf32AsHalf) goes through registers (launch_engine): kRegisters16 where this says kCopy16.
+// ---- the plan --------------------------------------------------------------------
+
+// Which copy staging the input's strides and alignment allow: 16-byte units, 4-byte units
+// (any float32 element; 16-bit ones as aligned pairs), else element loads.
 template <class Mode>
-Staging choose_staging(const Problem& p) {
+Staging copy_staging(const Problem& p) {
   const auto rows_aligned_to = [&](int64_t elems) {
     return p.in_stride[3] == 1 &&
            reinterpret_cast<uintptr_t>(p.input) % (elems * sizeof(typename Mode::Raw)) == 0 &&
@@ -143,9 +145,8 @@ Staging choose_staging(const Problem& p) {
   };
   constexpr int64_t kPerCopy16 = kCopyBytes / sizeof(typename Mode::Raw);
   if (rows_aligned_to(kPerCopy16)) return Staging::kCopy16;
-  // 4-byte units: any float32 element; 16-bit elements only as aligned pairs.
   if (sizeof(typename Mode::Raw) == 4 || rows_aligned_to(2)) return Staging::kCopy4;
-  return Staging::kRegisters;
+  return Staging::kLoads;
 }
 
 // Turns `plan` into a TMA plan with `map` describing the input, every window
@@ -166,152 +167,106 @@ bool make_tma_plan(const Problem& p, TilePlan& plan, WindowMap& map) {
 #endif
 }
 
+// The fits a mode has kernels for: 16-bit modes Whole and Halves (98,688 bytes, every sm_80+
+// GPU; a quarter of the channels is no whole chunk); float32 accurate all three; TF32 words
+// Whole and Quarters, and float32 as float16 words Halves alone (operand_mode: where TF32 words
+// would need A100's 163 KB, float16 words take 99 KB).
+template <class Mode, class F>
+constexpr bool kHasFit =
+    std::is_same_v<Mode, mma::Tf32> ? F::kGroups != 2
+    : std::is_same_v<Mode, mma::Float32AsHalf> ? F::kGroups == 2
+                                               : F::kNTiles % (mma::kNTiles / Mode::kChunks) == 0;
+
+// The budgets the fits exist for (the compile check fails where one grows past them): every
+// sm_80+ GPU's 99 KB per block for 16-bit Halves and float32 Quarters, A100's 163 KB for
+// float32 Halves.
+static_assert(SmemLayout<mma::Half<false>, Halves>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Half<true>, Halves>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Float32AsHalf, Halves>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Bf16x3, Quarters>::kTotal <= kSmem99KB &&
+                  SmemLayout<mma::Tf32, Quarters>::kTotal <= kSmem99KB,
+              "the portable fits take 99 KB");
+static_assert(SmemLayout<mma::Bf16x3, Halves>::kTotal <= kSmemA100, "float32 Halves fits an A100");
+
+// The fit's layout type (igemm/smem_layout.cuh) for the plan's fit, passed to `visit`.
+template <class Visit>
+auto visit_fit(cuda::Fit fit, Visit&& visit) {
+  switch (fit) {
+    case cuda::Fit::kHalves: return visit(Halves{});
+    case cuda::Fit::kQuarters: return visit(Quarters{});
+    case cuda::Fit::kWhole:
+    case cuda::Fit::kThirds: break;
+  }
+  return visit(Whole{});
+}
+
+// The register gather's plan in `fit` on `engine`: its mode, shared memory, tiles and staging.
+template <class Mode, class F>
+std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, bool wgmma, LaunchPlan plan) {
+  if constexpr (!kHasFit<Mode, F>) {
+    return std::nullopt;
+  } else {
+    plan.smem = SmemLayout<Mode, F>::kTotal;
+    if (plan.smem > device.max_smem_per_block_optin) return std::nullopt;
+    // Tile sizes balance the CTAs one group has (one CTA per SM).
+    plan.igemm = make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / F::kGroups, 1));
+    if (plan.igemm.strips == 0) return std::nullopt;
+    plan.tiles = plan.igemm.tiles;
+    const Staging copies = copy_staging<Mode>(p);
+    if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
+      // Float32 as 16-bit words: through registers, 16 bytes a load where rows allow and the
+      // width is whole units (load_window_units reads no partial one).
+      plan.staging = copies == Staging::kCopy16 && p.in_w % 4 == 0 ? Staging::kLoads16 : Staging::kLoads;
+    } else {
+      plan.staging = copies;
+      // TMA and wgmma arrive together, with Hopper.
+      if (wgmma && copies == Staging::kCopy16 && make_tma_plan<Mode>(p, plan.igemm, plan.map)) {
+        plan.staging = Staging::kTma;
+      }
+    }
+    return plan;
+  }
+}
+
+// ---- the launch ------------------------------------------------------------------
+
 template <class Mode, DType T, bool kWgmma, Staging kStaging, class F>
-cudaError_t launch_kernel(const Problem& p, const TilePlan& plan, const WindowMap& window_map,
-                          const DeviceInfo& device, cudaStream_t stream) {
+cudaError_t launch_kernel(const LaunchPlan& plan, cudaStream_t stream) {
   constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging, F>;
-  const size_t smem = SmemLayout<Mode, F>::kTotal;
   int per_sm = 0;
-  const cudaError_t err = resident_ctas_per_sm<kernel>(smem, kTileThreads, per_sm);
+  const cudaError_t err = resident_ctas_per_sm<kernel>(plan.smem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   // A persistent grid: every CTA resident at once, the groups of a tile side by side. Groups
   // wholly past the weight's channels (Problem::out_channels) are not launched.
+  const Problem& p = plan.problem;
   const int groups = launched_groups(p.out_channels, F::kChannels);
-  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / groups, 1));
-  TilePlan ordered = plan;
-  if (plan.strips > 1 && plan.tiles >= kMinTurnsForRuns * grid) {
-    ordered.order = contiguous_runs(plan.tiles, grid);
+  const int64_t grid =
+      std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * plan.sm_count / groups, 1));
+  TilePlan ordered = plan.igemm;
+  if (ordered.strips > 1 && ordered.tiles >= kMinTurnsForRuns * grid) {
+    ordered.order = contiguous_runs(ordered.tiles, grid);
   }
-  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, smem, stream>>>(p, ordered, window_map);
+  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, plan.smem, stream>>>(p, ordered, plan.map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
+// The kernel of the plan's staging (the stagings each mode and engine has: plan_in).
 template <class Mode, DType T, bool kWgmma, class F>
-cudaError_t launch_engine(const Problem& p, const TilePlan& plan, const DeviceInfo& device,
-                          cudaStream_t stream) {
-  WindowMap map{};  // read by TMA kernels only
-  if constexpr (sizeof(typename Mode::Word) < sizeof(typename Mode::Raw)) {
-    // Float32 as 16-bit words: through registers, 16 bytes a load where rows allow and the
-    // width is whole units (load_window_units reads no partial one).
-    if (choose_staging<Mode>(p) == Staging::kCopy16 && p.in_w % 4 == 0) {
-      return launch_kernel<Mode, T, kWgmma, Staging::kRegisters16, F>(p, plan, map, device, stream);
-    }
-    return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
+cudaError_t launch_staged(const LaunchPlan& plan, cudaStream_t stream) {
+  if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
+    if (plan.staging == Staging::kLoads16) return launch_kernel<Mode, T, kWgmma, Staging::kLoads16, F>(plan, stream);
+    if (plan.staging == Staging::kLoads) return launch_kernel<Mode, T, kWgmma, Staging::kLoads, F>(plan, stream);
   } else {
-    const Staging staging = choose_staging<Mode>(p);
-    if constexpr (kWgmma) {  // TMA and wgmma arrive together, with Hopper
-      TilePlan tma_plan = plan;
-      if (staging == Staging::kCopy16 && make_tma_plan<Mode>(p, tma_plan, map)) {
-        return launch_kernel<Mode, T, kWgmma, Staging::kTma, F>(p, tma_plan, map, device, stream);
-      }
+    if constexpr (kWgmma) {
+      if (plan.staging == Staging::kTma) return launch_kernel<Mode, T, kWgmma, Staging::kTma, F>(plan, stream);
     }
-    switch (staging) {
-      case Staging::kCopy16:
-        return launch_kernel<Mode, T, kWgmma, Staging::kCopy16, F>(p, plan, map, device, stream);
-      case Staging::kCopy4:
-        return launch_kernel<Mode, T, kWgmma, Staging::kCopy4, F>(p, plan, map, device, stream);
-      case Staging::kRegisters:
-        if constexpr (sizeof(typename Mode::Raw) == 2) {
-          return launch_kernel<Mode, T, kWgmma, Staging::kRegisters, F>(p, plan, map, device, stream);
-        }
-        break;
-      case Staging::kTma:
-      case Staging::kRegisters16: break;  // chosen above, never by choose_staging
-    }
-    return cudaErrorInvalidValue;
-  }
-}
-
-// The budgets the fits exist for (the compile check fails where one grows past them): every
-// sm_80+ GPU's 99 KB per block for 16-bit HalfN and float32 QuarterN, A100's 163 KB for
-// float32 HalfN.
-static_assert(SmemLayout<mma::Half<false>, HalfN>::kTotal <= kSmem99KB &&
-                  SmemLayout<mma::Half<true>, HalfN>::kTotal <= kSmem99KB &&
-                  SmemLayout<mma::Tf32AsHalf, HalfN>::kTotal <= kSmem99KB &&
-                  SmemLayout<mma::Bf16x3, QuarterN>::kTotal <= kSmem99KB &&
-                  SmemLayout<mma::Tf32, QuarterN>::kTotal <= kSmem99KB,
-              "the portable fits take 99 KB");
-static_assert(SmemLayout<mma::Bf16x3, HalfN>::kTotal <= kSmemA100 && SmemLayout<mma::Tf32, HalfN>::kTotal <= kSmemA100,
-              "float32 HalfN fits an A100");
-
-// The fits a mode has kernels for: float32 modes all three, 16-bit ones Resident and HalfN
-// (whose 98,688 bytes fit every sm_80+ GPU; a quarter of the channels is no whole chunk).
-template <class Mode, class F>
-constexpr bool kHasFit = F::kNTiles % (mma::kNTiles / Mode::kChunks) == 0;
-
-// The plan of a fit: its tile sizes balance the CTAs one group has (one CTA per SM).
-template <class F>
-TilePlan plan_for(const Problem& p, const DeviceInfo& device) {
-  return make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / F::kGroups, 1));
-}
-
-template <class Mode, DType T, class F>
-cudaError_t launch_fit(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  if constexpr (!kHasFit<Mode, F>) {
-    return cudaErrorInvalidValue;  // igemm_fit never picks it
-  } else {
-    const TilePlan plan = plan_for<F>(p, device);
-    if (plan.strips == 0) return cudaErrorInvalidValue;  // callers ask igemm_fit first
-    if (plan.tiles == 0) return cudaSuccess;
-    if constexpr (F::kGroups == 1) {
-      if (device.allow_wgmma && wgmma_available(device)) {
-        return launch_engine<Mode, T, true, F>(p, plan, device, stream);
-      }
-    }
-    return launch_engine<Mode, T, false, F>(p, plan, device, stream);
-  }
-}
-
-template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, IgemmFit fit, cudaStream_t stream) {
-  switch (fit) {
-    case IgemmFit::kResident: return launch_fit<Mode, T, Resident>(p, device, stream);
-    case IgemmFit::kHalfN: return launch_fit<Mode, T, HalfN>(p, device, stream);
-    case IgemmFit::kQuarterN: return launch_fit<Mode, T, QuarterN>(p, device, stream);
-    case IgemmFit::kNone: break;
-  }
-  return cudaErrorInvalidValue;
-}
-
-template <class Mode>
-WindowStaging window_staging(const Problem& p, const DeviceInfo& device) {
-  const Staging staging = choose_staging<Mode>(p);
-  if (staging == Staging::kRegisters) return WindowStaging::kRegisters;
-  if (staging == Staging::kCopy4) return WindowStaging::kCopy4;
-  // As launch_engine decides (a box that fits; the driver's encoding is not tried here).
-  if (staging == Staging::kCopy16 && device.allow_wgmma && wgmma_available(device)) {
-    const TilePlan plan = make_tile_plan(p.batch, p.out_h, p.out_w, device.sm_count);
-    if (plan.tiles > 0 && window_box(plan, int(sizeof(typename Mode::Raw))).cols > 0) {
-      return WindowStaging::kTma;
+    if (plan.staging == Staging::kCopy16) return launch_kernel<Mode, T, kWgmma, Staging::kCopy16, F>(plan, stream);
+    if (plan.staging == Staging::kCopy4) return launch_kernel<Mode, T, kWgmma, Staging::kCopy4, F>(plan, stream);
+    if constexpr (sizeof(typename Mode::Raw) == 2) {
+      if (plan.staging == Staging::kLoads) return launch_kernel<Mode, T, kWgmma, Staging::kLoads, F>(plan, stream);
     }
   }
-  return WindowStaging::kCopy16;
-}
-
-template <class Mode>
-size_t smem_bytes(IgemmFit fit) {
-  switch (fit) {
-    case IgemmFit::kResident: return SmemLayout<Mode, Resident>::kTotal;
-    case IgemmFit::kHalfN: return kHasFit<Mode, HalfN> ? SmemLayout<Mode, HalfN>::kTotal : ~size_t(0);
-    case IgemmFit::kQuarterN: return kHasFit<Mode, QuarterN> ? SmemLayout<Mode, QuarterN>::kTotal : ~size_t(0);
-    case IgemmFit::kNone: break;
-  }
-  return ~size_t(0);
-}
-
-size_t igemm_smem_bytes(const Problem& p, IgemmFit fit) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      if (!p.allow_tf32) return smem_bytes<mma::Bf16x3>(fit);
-      return fit == IgemmFit::kHalfN ? smem_bytes<mma::Tf32AsHalf>(fit) : smem_bytes<mma::Tf32>(fit);
-    case DType::kFloat16: return smem_bytes<mma::Half<false>>(fit);
-    case DType::kBFloat16: return smem_bytes<mma::Half<true>>(fit);
-  }
-  return ~size_t(0);
-}
-
-int groups_of(IgemmFit fit) {
-  return fit == IgemmFit::kHalfN ? HalfN::kGroups : fit == IgemmFit::kQuarterN ? QuarterN::kGroups : 1;
+  return cudaErrorInvalidValue;  // not a staging plan_in gives this mode
 }
 
 }  // namespace
@@ -327,45 +282,44 @@ bool wgmma_available(const DeviceInfo& device) {
 #endif
 }
 
-WindowStaging igemm_window_staging(const Problem& p, const DeviceInfo& device) {
-  switch (p.dtype) {
-    case DType::kFloat32: return igemm::window_staging<mma::Bf16x3>(p, device);
-    case DType::kFloat16: return igemm::window_staging<mma::Half<false>>(p, device);
-    case DType::kBFloat16: return igemm::window_staging<mma::Half<true>>(p, device);
-  }
-  return WindowStaging::kCopy16;
+std::optional<LaunchPlan> plan_igemm(const Problem& p, const DeviceInfo& device, Fit fit, bool wgmma) {
+  if (device.major < 8 || fit == Fit::kThirds) return std::nullopt;
+  if (wgmma && (fit != Fit::kWhole || !wgmma_available(device))) return std::nullopt;
+  LaunchPlan plan;
+  plan.kernel = wgmma                  ? Kernel::kWgmma
+                : fit == Fit::kHalves   ? Kernel::kMmaSyncN48
+                : fit == Fit::kQuarters ? Kernel::kMmaSyncN24
+                                        : Kernel::kMmaSync;
+  plan.problem = p;
+  // TF32 words where the fit's layout has room for them (not in Halves).
+  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/fit != Fit::kHalves);
+  plan.fit = fit;
+  plan.sm_count = device.sm_count;
+  return visit_mode(plan.mode, [&](auto mode) {
+    return igemm::visit_fit(fit, [&](auto shape) {
+      return igemm::plan_in<typename decltype(mode)::Mode, decltype(shape)>(p, device, wgmma, plan);
+    });
+  });
 }
 
-bool igemm_fit_supported(const Problem& p, const DeviceInfo& device, IgemmFit fit) {
-  if (device.major < 8 || fit == IgemmFit::kNone) return false;
-  if (igemm::igemm_smem_bytes(p, fit) > device.max_smem_per_block_optin) return false;
-  const int groups = igemm::groups_of(fit);
-  return igemm::make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / groups, 1)).strips > 0;
-}
-
-IgemmFit igemm_fit(const Problem& p, const DeviceInfo& device) {
-  for (IgemmFit fit : {IgemmFit::kResident, IgemmFit::kHalfN, IgemmFit::kQuarterN}) {
-    if (igemm_fit_supported(p, device, fit)) return fit;
-  }
-  return IgemmFit::kNone;
-}
-
-cudaError_t launch_conv1_igemm(const Problem& p, const DeviceInfo& device, IgemmFit fit, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      if (!p.allow_tf32) return igemm::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, fit, stream);
-      // allow_tf32 in the HalfN fit multiplies float16 words (mma::Tf32AsHalf): 99 KB, where
-      // TF32 words need A100's 163 KB; the other fits keep TF32 words.
-      if (fit == IgemmFit::kHalfN) {
-        return igemm::launch_fit<mma::Tf32AsHalf, DType::kFloat32, igemm::HalfN>(p, device, stream);
+cudaError_t launch_igemm(const LaunchPlan& plan, cudaStream_t stream) {
+  if (plan.tiles == 0) return cudaSuccess;
+  return visit_mode(plan.mode, [&](auto mode) {
+    using Mode = typename decltype(mode)::Mode;
+    constexpr DType T = decltype(mode)::kDType;
+    return igemm::visit_fit(plan.fit, [&](auto shape) -> cudaError_t {
+      using F = decltype(shape);
+      if constexpr (!igemm::kHasFit<Mode, F>) {
+        return cudaErrorInvalidValue;  // plan_igemm gives no such plan
+      } else if constexpr (F::kGroups == 1) {
+        if (plan.kernel == Kernel::kWgmma) return igemm::launch_staged<Mode, T, true, F>(plan, stream);
+        return igemm::launch_staged<Mode, T, false, F>(plan, stream);
+      } else {
+        return igemm::launch_staged<Mode, T, false, F>(plan, stream);
       }
-      return igemm::launch_typed<mma::Tf32, DType::kFloat32>(p, device, fit, stream);
-    case DType::kFloat16: return igemm::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, fit, stream);
-    case DType::kBFloat16: return igemm::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, fit, stream);
-  }
-  return cudaErrorInvalidValue;
+    });
+  });
 }
 
 }  // namespace cuda
 }  // namespace alexconv
-

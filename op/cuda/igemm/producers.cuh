@@ -103,7 +103,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
   }
 }
 
-// A tile voted exact (mma::Tf32AsHalf's range guard, below), stored value by value
+// A tile voted exact (mma::Float32AsHalf's range guard, below), stored value by value
 // (direct/direct.cuh) by the producer threads while the consumers skip its stores: exact,
 // and rare. Inlined: as a call (s2d's is one) it took the addresses of the group's Problem and
 // the tile, which then lived in local memory (a 304-byte frame); inlined, 0 bytes, no spill.
@@ -124,8 +124,8 @@ __device__ __forceinline__ void store_exact_tile(const Problem& p, const TilePla
 }
 
 // Producer warps, other 16-bit windows, and float32 ones staged as float16 words
-// (mma::Tf32AsHalf): element loads through registers, or 16-byte ones (kRegisters16); the
-// loads of a stage are in flight while its slot is still being read. For mma::Tf32AsHalf each thread tracks the largest
+// (mma::Float32AsHalf): element loads through registers, or 16-byte ones (kLoads16); the
+// loads of a stage are in flight while its slot is still being read. For mma::Float32AsHalf each thread tracks the largest
 // magnitude of a tile's inputs; at the tile's last channel the producer warps vote
 // (RingBarriers::votes, TileVotes) before their arrival, and store a tile voted exact themselves.
 template <class Mode, DType T, Staging kStaging, class F>
@@ -133,7 +133,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
                                   typename Mode::Word* slots, RingBarriers<F::kStages>& ring,
                                   mma::Round round, int warp, int lane) {
   constexpr bool kGuarded = kScalesWeights<Mode>;
-  constexpr bool kUnits = kStaging == Staging::kRegisters16;
+  constexpr bool kUnits = kStaging == Staging::kLoads16;
   static_assert(!kUnits || kGuarded, "16-byte register staging is for float32 as float16 words");
   typename Mode::Raw regs[kUnits ? 1 : kLoadsPerThread];
   float4 units[kUnits ? kUnitsPerThread : 1];

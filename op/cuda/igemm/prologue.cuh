@@ -19,7 +19,7 @@ namespace igemm {
 // tap-offset table and the bias, while stage 0's window copies are in flight. `raw` is
 // scratch for a channel's raw weights.
 // Returns how this launch splits its inputs (toward zero where some weight is
-// infinite: see mma::Round) and, for modes that scale their weights (mma::Tf32AsHalf), the
+// infinite: see mma::Round) and, for modes that scale their weights (mma::Float32AsHalf), the
 // factor that scales the accumulators back.
 struct Constants {
   mma::Round round;

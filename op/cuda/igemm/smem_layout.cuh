@@ -30,14 +30,14 @@ __device__ __forceinline__ int step_tap(int step, int c) {
 
 // How a kernel of this family fits a GPU's shared memory: every CTA computes kChannels of the
 // 96 output channels (the CTAs of grid row blockIdx.y the y-th group), so it holds that much of
-// B, beside kStages window slots. Resident: all 96 channels and three slots, 231,552 bytes in
+// B, beside kStages window slots. Whole: all 96 channels and three slots, 231,552 bytes in
 // float32 modes and 153,984 in 16-bit ones (Hopper; A100 in 16 bits). The split fits are the
-// portable kernels of GPUs with less: HalfN 98,688 bytes in 16 bits (every sm_80+ GPU's 99
-// KB) and 157,056 in float32 (A100's 163 KB); QuarterN 93,312 bytes in float32 (99 KB).
+// portable kernels of GPUs with less: Halves 98,688 bytes in 16 bits (every sm_80+ GPU's 99
+// KB) and 157,056 in float32 (A100's 163 KB); Quarters 93,312 bytes in float32 (99 KB).
 // Each group stages the same windows: the split trades input traffic (from L2: the groups
 // of a tile run side by side) for shared memory.
 template <int kGroups_, int kStages_>
-struct Fit {
+struct FitShape {
   static constexpr int kGroups = kGroups_;
   static constexpr int kStages = kStages_;
   static constexpr int kChannels = int(kOutChannels) / kGroups;
@@ -48,17 +48,17 @@ struct Fit {
   static_assert(kChannels * kGroups == kOutChannels && kNTiles * 8 == kChannels && kStages >= 2,
                 "whole n-tiles per group, a ring of two slots or more");
 };
-using Resident = Fit<1, kStages>;
-using HalfN = Fit<2, kStages>;
-using QuarterN = Fit<4, 2>;
-constexpr int kRawSlots = Resident::kRawSlots;
+using Whole = FitShape<1, kStages>;
+using Halves = FitShape<2, kStages>;
+using Quarters = FitShape<4, 2>;
+constexpr int kRawSlots = Whole::kRawSlots;
 
 // The ring's barriers, one set per window slot (common/ring.cuh walks the ring):
 // `full` completes when every producer thread has arrived (the window is ready),
 // `empty` when every consumer thread has (the slot may be refilled), and `landed`
 // when a TMA copy into the slot has delivered its bytes. Nothing else synchronises
 // the two roles, so copies, conversion, MMAs and epilogues of different stages overlap.
-// `votes`: for modes that guard float16's range (mma::Tf32AsHalf), one byte per producer warp,
+// `votes`: for modes that guard float16's range (mma::Float32AsHalf), one byte per producer warp,
 // written before its last arrival on a tile's last `full`: what its lanes saw of the tile's
 // inputs (common/tile_votes.cuh), decoded for the whole tile by TileVotes::exact.
 template <int kSlots>
@@ -69,11 +69,11 @@ struct RingBarriers {
   uint32_t votes[kSlots];
 };
 
-template <class Mode, class F = Resident>
+template <class Mode, class F = Whole>
 struct SmemLayout {
   using Word = typename Mode::Word;
   // B in either engine's layout (the two happen to need the same bytes; wgmma kernels
-  // are Resident).
+  // are Whole).
   static constexpr size_t kBMmaSync =
       size_t(kInChannels) * kSteps * Mode::template kChunksOf<F::kNTiles> * 32 * sizeof(uint4);
   static constexpr size_t kBWgmma =

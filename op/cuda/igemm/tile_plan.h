@@ -10,10 +10,11 @@
 //
 // Tiles are numbered image by image, and within an image row band by row band with
 // the strips side by side (tile j of every strip, then tile j + 1), so that tiles
-// reading and writing the same rows run at about the same time (the space-to-depth
-// kernel, which numbers its tiles the same way, at 512x512 in 16 bits: 0.63-0.72x the
-// time with the strips one after another). Multi-strip plans with long runs per CTA
-// also take contiguous runs of numbers (CtaOrder); docs/perf-notes.md v18.
+// reading and writing the same rows run at about the same time (faster than the strips
+// one after another, for this kernel and the space-to-depth one, which numbers its tiles
+// the same way). Multi-strip plans with long runs per CTA also take contiguous runs of
+// numbers (CtaOrder). Measurements: docs/perf-notes.md, "The measurements behind the
+// code's choices".
 #pragma once
 
 #include <algorithm>
@@ -74,8 +75,8 @@ ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
 // below kMaxIndex.
 ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index) {
   Tile t;
-  // The identity order (no runs) skips ordered_tile's arithmetic: 0.98-0.99x the time
-  // at 224, batch 256 (docs/perf-notes.md v25).
+  // The identity order (no runs) skips ordered_tile's arithmetic, measurably (perf-notes,
+  // "The measurements behind the code's choices").
   const int number = plan.order.per_cta > 0 ? ordered_tile(plan.order, int(index)) : int(index);
   const int n = plan.by_per_image.small(number);
   const int in_image = number - n * int(plan.by_per_image.divisor);

@@ -13,6 +13,7 @@
 #include "../arch/mbarrier.cuh"
 #include "../arch/smem.cuh"
 #include "../arch/tma.cuh"
+#include "../common/launch_terms.h"
 #include "../common/operand_modes.cuh"
 #include "../common/ring.cuh"
 #include "../kernel_api.h"
@@ -22,15 +23,14 @@ namespace alexconv {
 namespace cuda {
 namespace igemm {
 
-// How windows reach shared memory: element loads through registers (16-bit
-// inputs whose rows are not unit-stride, 4-byte-aligned runs), 4-byte cp.async
-// units (one float32 element, any stride; or an aligned 16-bit pair), 16-byte
-// cp.async units (unit-stride, 16-byte-aligned rows: the common contiguous case),
-// or, for such rows on Hopper where the window fits a TMA box, one tensor copy per
-// window, issued by one thread (no per-element copy instructions at all).
-// kRegisters16: float32 windows staged as 16-bit words (mma::Tf32AsHalf) from unit-stride,
+// How windows reach shared memory (cuda::Staging, common/launch_terms.h): element loads
+// through registers (kLoads: 16-bit inputs whose rows are not unit-stride, 4-byte-aligned
+// runs), 4-byte cp.async units (kCopy4: one float32 element, any stride; or an aligned 16-bit
+// pair), 16-byte cp.async units (kCopy16: unit-stride, 16-byte-aligned rows: the common
+// contiguous case), or, for such rows on Hopper where the window fits a TMA box, one tensor
+// copy per window (kTma), issued by one thread (no per-element copy instructions at all).
+// kLoads16: float32 windows staged as 16-bit words (mma::Float32AsHalf) from unit-stride,
 // 16-byte-aligned rows: 16-byte loads through registers, converted on the way to the slot.
-enum class Staging { kRegisters, kCopy4, kCopy16, kTma, kRegisters16 };
 
 // Elements per producer thread of a full slot on the register path.
 constexpr int kLoadsPerThread = kSlotElems / kProducerThreads;
@@ -122,11 +122,11 @@ __device__ void store_window(typename Mode::Word* slot,
   }
 }
 
-// kRegisters16: a window's 16-byte units (4 float32 elements, aligned to 4 input columns as
+// kLoads16: a window's 16-byte units (4 float32 elements, aligned to 4 input columns as
 // issue_window_async's are) numbered row-major over its unit grid, unit u taken by producer
 // thread u % 128: at most kUnitsPerThread each (rows * pitch <= kSlotElems, pitch >= the grid's
 // width), all loaded before the first is stored. The element-wise path above costs ~40
-// instructions per element in its walk (H100, ncu: twice fp16 HalfN's instructions, 1.32 ms
+// instructions per element in its walk (H100, ncu: twice fp16 Halves's instructions, 1.32 ms
 // against 0.40); a unit costs a few per 4 elements.
 constexpr int kUnitsPerThread = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
 
@@ -179,7 +179,7 @@ template <class Mode>
 __device__ __forceinline__ float store_window_units(typename Mode::Word* slot, const float4 (&units)[kUnitsPerThread],
                                     const Tile& tile, int pitch, int thread) {
   static_assert(sizeof(typename Mode::Word) == 2 && sizeof(typename Mode::Raw) == 4,
-                "float32 staged as float16 words (rounded to nearest, as Tf32AsHalf::to_word)");
+                "float32 staged as float16 words (rounded to nearest, as Float32AsHalf::to_word)");
   float top = 0.f;
   if (tile.rows == 0) return top;
   const int skew = window_skew(tile, 4), end = skew + int(tile.cols);

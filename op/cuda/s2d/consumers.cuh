@@ -54,7 +54,7 @@ struct Consumer {
   const uint32_t slots, b_all;  // shared-memory addresses
   const float* bias;
   uint16_t* staged;
-  const float unscale;  // mma::HalfOfFloat: B holds the weights times its inverse
+  const float unscale;  // mma::Float32AsHalf: B holds the weights times its inverse
   const int warp, lane;
   RingPos<Staged<Mode>::kSlots> pos;
   int in_flight = -1;  // the slot of the stage whose MMAs may still run
@@ -117,7 +117,7 @@ struct Consumer {
     const bool exact = TileVotes::exact(ring.votes[parity]);
     parity ^= 1;
     if (exact) return;
-    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) unscale_accumulators(acc, unscale);
+    if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) unscale_accumulators(acc, unscale);
     add_bias(acc, bias, lane & 3);
     if constexpr (Staged<Mode>::kHalfOutputs) {
       store_tile_staged<T>(acc, staged, p, warp, lane, kPixelMajor,

@@ -141,7 +141,7 @@ struct TeamTurns {
 // producers voted the tile exact: they store it themselves, TileVotes). A team's warp w owns tile
 // pixels 16 kMT w .. 16 kMT (w + 1) - 1 and the CTA's kNT n-tiles. Two m-tiles a warp load each B
 // fragment once for both (ldmatrix wavefronts bound these kernels: perf-notes). Accumulators
-// start at the bias, or at zero where the weights come scaled (mma::HalfOfFloat: scaled back,
+// start at the bias, or at zero where the weights come scaled (mma::Float32AsHalf: scaled back,
 // then biased, at the store).
 template <class Mode, DType T, int kNT, int kMT, int kSlots, int kRecords>
 __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots>& ring, TeamTurns& turns,

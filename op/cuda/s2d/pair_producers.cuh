@@ -103,7 +103,7 @@ __device__ __forceinline__ void store_pairs(unsigned char* slot, const PairStage
       uint32_t w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+        if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
           const float2 pair = stage.v[k][i];
           w[i] = mma::pack_half2(pair.x, pair.y);
           halves.float_bits |= __float_as_uint(pair.x) | __float_as_uint(pair.y);

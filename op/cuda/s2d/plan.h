@@ -13,10 +13,10 @@
 //
 // Wide images are cut into vertical strips (each with its own virtual width) so
 // that a tile's cells fit a window slot. Tiles are numbered with the strips side by
-// side, as the register-gather kernel's are (igemm/tile_plan.h: 512x512, 16-bit, batch
-// 256-1024: 0.63-0.72x the time with the strips one after another), and CTAs take
-// them strided: the overlapping windows of neighbouring tiles are read from L2 at
-// about the same time (contiguous runs measured 1.04-1.20x the time here).
+// side, as the register-gather kernel's are (igemm/tile_plan.h), and CTAs take them
+// strided: the overlapping windows of neighbouring tiles are read from L2 at about the
+// same time (both measured faster than the alternatives: docs/perf-notes.md, "The
+// measurements behind the code's choices").
 #pragma once
 
 #include <algorithm>

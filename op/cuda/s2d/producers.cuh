@@ -91,7 +91,7 @@ struct HalfMagnitudes {
     constexpr uint32_t kLargeFloor = 0x1400u;  // 2^-10 in fp16
     const uint32_t top = max(largest & 0xffffu, largest >> 16);
     uint32_t vote = top >= kInf ? TileVotes::kExact : 0;
-    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+    if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
       vote |= (top >= kLargeFloor ? TileVotes::kLarge : 0) |
               ((float_bits & 0x7fffffffu) != 0 ? TileVotes::kNonzero : 0);
     }
@@ -159,7 +159,7 @@ __device__ __forceinline__ uint32_t store_units(unsigned char* slot,
       uint32_t w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+        if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
           w[i] = mma::pack_half2(v[k][2 * i], v[k][2 * i + 1]);
           halves.float_bits |= __float_as_uint(v[k][2 * i]) | __float_as_uint(v[k][2 * i + 1]);
         } else {
@@ -214,7 +214,7 @@ struct ExactTiles {
   // reduction measured the same for them, perf-notes v21).
   template <class Mode, int kSlots>
   __device__ void staged(uint32_t vote, bool last, Ring<kSlots>& ring, int warp, int lane) {
-    if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+    if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
       seen |= __reduce_or_sync(0xffffffffu, vote);
     } else {
       seen |= __any_sync(0xffffffffu, vote != 0) ? TileVotes::kExact : 0;

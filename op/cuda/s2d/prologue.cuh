@@ -13,7 +13,6 @@
 #include "../common/operand_modes.cuh"
 #include "../common/weight_packing.cuh"
 #include "../common/weight_scale.cuh"
-#include "half_of_float.cuh"
 #include "plan.h"
 #include "ring.cuh"
 
@@ -47,7 +46,7 @@ __device__ __forceinline__ Round prepare(const Problem& p, Ring<kSlots>& ring, u
   }
   // float32 multiplied as fp16: B holds the weights times a power of two (its
   // barrier publishes the ring, k_taps and the bias).
-  if constexpr (std::is_same_v<Mode, mma::HalfOfFloat>) {
+  if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
     weight_scale = half_weight_scale<kNT * 8>(p, warp_largest, tid);
   }
   // pack_weights' first barrier publishes the ring, k_taps and the bias.

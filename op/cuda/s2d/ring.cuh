@@ -14,8 +14,8 @@
 #include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
 #include "../common/tile_votes.cuh"
 #include "../common/warp_roles.h"
+#include "../common/weight_scale.cuh"
 #include "../kernel_api.h"
-#include "half_of_float.cuh"
 #include "plan.h"
 
 namespace alexconv {

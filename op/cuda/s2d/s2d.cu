@@ -22,11 +22,11 @@
 // The parts: s2d/ring.cuh (slots, barriers, pixels), s2d/producers.cuh,
 // s2d/consumers.cuh; this file holds the kernel, its shared-memory layout and
 // register split, and the launch.
-#include "../catalog.h"
-#include "../kernel_api.h"
+#include "../launch_plan.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "../../conv1_geometry.h"
@@ -54,31 +54,30 @@ namespace cuda {
 namespace s2d {
 namespace {
 
-// How the producers stage a window: element loads through registers, or a copy into a
-// raw slot (s2d/copies.cuh) -- a TMA box, a row span where rows are not 16-byte
-// aligned, or for channels_last inputs a row span of a tile's three channels at once.
-enum class Source { kLoads, kBoxes, kSpans, kPixelSpans };
+// How the producers stage a window (cuda::Staging): element loads through registers (kLoads),
+// or a copy into a raw slot (s2d/copies.cuh) -- a TMA box (kTma), a row span where rows are
+// not 16-byte aligned (kSpans), or for channels_last inputs a row span of a tile's three
+// channels at once (kPixelSpans).
 
 // Where the consumers run two accumulator sets (consume_overlapped), setmaxnreg
 // moving registers from the producers (80) to them (144). Chosen per kernel by
-// same-call A/B runs (perf-notes v22, v24):
+// same-call A/B runs (docs/perf-notes.md, "The measurements behind the code's choices"):
 // - Staging through the copy engine (boxes, spans): the producers hold no loads in
 //   registers.
-// - 16-bit element loads, up to 7 units per producer thread (1-2.4% faster).
-// - float32 multiplied as fp16, element loads of 7 units (256, 512): 15-18% faster
-//   than one set or 136 / 104 once v24 removed its spill. Its 6-unit kernel
-//   stays at one set: either split made one of 227 and channels_last 224 2-7%
-//   slower (v22, with a spill since removed; not measured again).
-// - Elsewhere one set, 128 registers each (the launch bound): 8 units (not measured),
-//   and bf16x3, 4.6% slower with two sets (its two slots let the producers run only
+// - 16-bit element loads, up to 7 units per producer thread: faster.
+// - float32 multiplied as fp16, element loads of 7 units (256, 512): faster than one set
+//   or another split. Its 6-unit kernel stays at one set: either split made 227 and
+//   channels_last 224 slower.
+// - Elsewhere one set, 128 registers each (the launch bound): 8 units (two sets not
+//   measured), and bf16x3, slower with two sets (its two slots let the producers run only
 //   one stage ahead of an overlapped epilogue).
-template <class Mode, Source kSource, int kUnits>
+template <class Mode, Staging kStaging, int kUnits>
 struct RegisterSplit {
   static constexpr bool kHalfMode =
       std::is_same_v<Mode, mma::Half<false>> || std::is_same_v<Mode, mma::Half<true>>;
   static constexpr bool kOverlap =
-      kSource != Source::kLoads || (kHalfMode && kUnits < kMaxUnitsPerThread) ||
-      (std::is_same_v<Mode, mma::HalfOfFloat> && kUnits == kMaxUnitsPerThread - 1);
+      kStaging != Staging::kLoads || (kHalfMode && kUnits < kMaxUnitsPerThread) ||
+      (std::is_same_v<Mode, mma::Float32AsHalf> && kUnits == kMaxUnitsPerThread - 1);
   static constexpr int kConsumer = 144;
   static constexpr int kProducer = (65536 - kConsumerThreads * kConsumer) / kProducerThreads;
   static_assert(kProducer % 8 == 0, "setmaxnreg counts are multiples of 8");
@@ -88,7 +87,7 @@ struct RegisterSplit {
 // the other is read; for a tile's three interleaved windows (kPixelSpans) one, as large
 // as what the rest leaves of kSmemHopper (41600 bytes beside 16-bit operands,
 // 79232 beside float32 multiplied as fp16).
-template <class Mode, Source kSource>
+template <class Mode, Staging kStaging>
 struct SmemLayout {
   static constexpr size_t kB = size_t(kInChannels) * kTapSteps * Mode::kWgBlocks * wgmma::kBlockBytes;
   static constexpr size_t kTapsAt = kB;
@@ -101,7 +100,7 @@ struct SmemLayout {
   // Staging through the copy engine: each producer thread's unit keys (produce_copied).
   static constexpr size_t kUnitKeysBytes =
       Staged<Mode>::kRawSlots > 0 ? kMaxUnitsPerThread * kProducerThreads * sizeof(uint32_t) : 0;
-  static constexpr bool kTileCopies = kSource == Source::kPixelSpans;
+  static constexpr bool kTileCopies = kStaging == Staging::kPixelSpans;
   static constexpr int kRawSlots = kTileCopies ? 1 : Staged<Mode>::kRawSlots;
   static constexpr int kRawSlotBytes =
       kTileCopies ? int((kSmemHopper - kRawAt - kStagedBytes - kUnitKeysBytes) / 128 * 128)
@@ -119,21 +118,21 @@ struct SmemLayout {
 // Channels-last 16-bit outputs (Problem::out_pixel_major) get kernels of their own
 // (kPixelMajor): with both staged epilogues in one consumer loop, or both loops in
 // one kernel, ptxas spilled the shared-memory base in the 16-bit kernels with two
-// accumulator sets, and NCHW fp16 ran 8-9% slower (perf-notes v23). float32
-// outputs branch at run time (store_tile): no spill there.
+// accumulator sets, and NCHW fp16 ran slower (perf-notes, "The measurements behind the
+// code's choices"). float32 outputs branch at run time (store_tile): no spill there.
 template <class Mode>
 constexpr bool kPixelMajorKernels = Staged<Mode>::kHalfOutputs;
 
-template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
+template <class Mode, DType T, Staging kStaging, int kUnits, bool kPixelMajor>
 __global__ void __launch_bounds__(kTileThreads, 1)
     conv1_s2d_kernel(const __grid_constant__ Problem p, const __grid_constant__ Plan plan,
                      const __grid_constant__ WindowMap map) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // wgmma, TMA and setmaxnreg are sm_90a's; other targets compile no body
 #else
-  using Layout = SmemLayout<Mode, kSource>;
+  using Layout = SmemLayout<Mode, kStaging>;
   using Raw = typename Mode::Raw;
-  using Split = RegisterSplit<Mode, kSource, kUnits>;
+  using Split = RegisterSplit<Mode, kStaging, kUnits>;
   constexpr int kSlots = Staged<Mode>::kSlots;
   static_assert(std::is_same_v<Raw, typename Storage<T>::type>, "mode matches dtype");
   static_assert(!kPixelMajor || kPixelMajorKernels<Mode>, "float32 outputs branch at run time");
@@ -164,16 +163,16 @@ __global__ void __launch_bounds__(kTileThreads, 1)
     }
   } else {
     if constexpr (Split::kOverlap) setmaxnreg_dec<Split::kProducer>();
-    if constexpr (kSource != Source::kLoads) {
+    if constexpr (kStaging != Staging::kLoads) {
       static_assert(Layout::kRawSlots > 0, "copies land in the raw slots");
       constexpr int kRawSlots = Layout::kRawSlots, kRawSlotBytes = Layout::kRawSlotBytes;
       uint32_t* unit_keys = reinterpret_cast<uint32_t*>(smem + Layout::kUnitKeysAt);
-      if constexpr (kSource == Source::kBoxes) {
+      if constexpr (kStaging == Staging::kTma) {
         const BoxCopies<Raw> boxes{&map, int(plan.box_cols * int64_t(sizeof(Raw)))};
         produce_copied<Mode, T, kUnits, kRawSlots, kRawSlotBytes>(
             p, plan, boxes, slots, smem + Layout::kRawAt, unit_keys, ring, warp - kConsumerWarps, lane);
       } else {
-        const SpanCopies<Raw, kSource == Source::kPixelSpans> spans{int(p.in_stride[2] * int64_t(sizeof(Raw)))};
+        const SpanCopies<Raw, kStaging == Staging::kPixelSpans> spans{int(p.in_stride[2] * int64_t(sizeof(Raw)))};
         produce_copied<Mode, T, kUnits, kRawSlots, kRawSlotBytes>(
             p, plan, spans, slots, smem + Layout::kRawAt, unit_keys, ring, warp - kConsumerWarps, lane);
       }
@@ -184,39 +183,49 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 #endif
 }
 
-// What every kernel of the mode needs (those of kPixelSpans need more).
-template <class Mode, Source kSource = Source::kLoads>
-constexpr size_t smem_bytes() {
-  return SmemLayout<Mode, kSource>::kTotal;
-}
-
-template <class Mode, DType T, Source kSource, int kUnits, bool kPixelMajor>
-cudaError_t launch_layout(const Problem& p, const Plan& plan, const WindowMap& map,
-                          const DeviceInfo& device, cudaStream_t stream) {
-  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kSource, kUnits, kPixelMajor>;
-  constexpr size_t kSmem = smem_bytes<Mode, kSource>();
+template <class Mode, DType T, Staging kStaging, int kUnits, bool kPixelMajor>
+cudaError_t launch_layout(const LaunchPlan& plan, cudaStream_t stream) {
+  constexpr auto kernel = conv1_s2d_kernel<Mode, T, kStaging, kUnits, kPixelMajor>;
+  constexpr size_t kSmem = SmemLayout<Mode, kStaging>::kTotal;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
-  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * device.sm_count);
-  kernel<<<unsigned(grid), kTileThreads, kSmem, stream>>>(p, plan, map);
+  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * plan.sm_count);
+  kernel<<<unsigned(grid), kTileThreads, kSmem, stream>>>(plan.problem, plan.s2d, plan.map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-template <class Mode, DType T, Source kSource, int kUnits>
-cudaError_t launch_kernel(const Problem& p, const Plan& plan, const WindowMap& map,
-                          const DeviceInfo& device, cudaStream_t stream) {
+template <class Mode, DType T, Staging kStaging, int kUnits>
+cudaError_t launch_kernel(const LaunchPlan& plan, cudaStream_t stream) {
   if constexpr (kPixelMajorKernels<Mode>) {
-    if (p.out_pixel_major) return launch_layout<Mode, T, kSource, kUnits, true>(p, plan, map, device, stream);
+    if (plan.pixel_major) return launch_layout<Mode, T, kStaging, kUnits, true>(plan, stream);
   }
-  return launch_layout<Mode, T, kSource, kUnits, false>(p, plan, map, device, stream);
+  return launch_layout<Mode, T, kStaging, kUnits, false>(plan, stream);
+}
+
+// The kernel of the plan's staging (the stagings plan_in gives kUnits units per thread).
+template <class Mode, DType T, int kUnits>
+cudaError_t launch_staged(const LaunchPlan& plan, cudaStream_t stream) {
+  if constexpr (Staged<Mode>::kRawSlots > 0) {
+    if (plan.staging == Staging::kTma) return launch_kernel<Mode, T, Staging::kTma, kUnits>(plan, stream);
+    if constexpr (kUnits == kFewestUnits) {
+      if (plan.staging == Staging::kSpans) return launch_kernel<Mode, T, Staging::kSpans, kUnits>(plan, stream);
+    }
+    if constexpr (kUnits <= kFewestUnits + 1) {
+      if (plan.staging == Staging::kPixelSpans) {
+        return launch_layout<Mode, T, Staging::kPixelSpans, kUnits, kPixelMajorKernels<Mode>>(plan, stream);
+      }
+    }
+  }
+  if (plan.staging == Staging::kLoads) return launch_kernel<Mode, T, Staging::kLoads, kUnits>(plan, stream);
+  return cudaErrorInvalidValue;  // not a staging plan_in gives
 }
 
 // A raw slot's bytes for this problem's dtype (modes with raw slots).
-template <Source kSource>
+template <Staging kStaging>
 int64_t raw_slot_bytes(const Problem& p) {
-  return p.dtype == DType::kFloat32 ? SmemLayout<mma::HalfOfFloat, kSource>::kRawSlotBytes
-                                    : SmemLayout<mma::Half<false>, kSource>::kRawSlotBytes;
+  return p.dtype == DType::kFloat32 ? SmemLayout<mma::Float32AsHalf, kStaging>::kRawSlotBytes
+                                    : SmemLayout<mma::Half<false>, kStaging>::kRawSlotBytes;
 }
 
 // TMA staging for the modes with raw slots (16-bit inputs, float32 with allow_tf32):
@@ -241,11 +250,12 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   box.cols = (per_unit - 2 + kStride * plan.wv + per_unit - 1) / per_unit * per_unit;
   box.rows = window_rows(plan);
   box.in_units = box.cols > kMaxBoxDim;
-  // float32 boxes in units measured slower than element loads (256, 512: 1.01-1.50x;
-  // perf-notes v21): 16-byte units are twice as many per box as for 16-bit elements.
+  // float32 boxes in units measured slower than element loads (256, 512; perf-notes, "The
+  // measurements behind the code's choices"): 16-byte units are twice as many per box as
+  // for 16-bit elements.
   const bool units_ok = p.in_w % per_unit == 0 && box.cols / per_unit <= kMaxBoxDim && elem == 2;
   return aligned && (!box.in_units || units_ok) && box.rows <= kMaxBoxDim &&
-         box.cols * box.rows * elem <= raw_slot_bytes<Source::kBoxes>(p);
+         box.cols * box.rows * elem <= raw_slot_bytes<Staging::kTma>(p);
 }
 
 // Sets the plan's box and encodes `map` where TMA staging applies.
@@ -266,14 +276,14 @@ bool make_tma_plan(const Problem& p, Plan& plan, WindowMap& map) {
 // 16-byte aligned (a window's first byte aligned down stays in it), and the farthest
 // byte a copy writes or a read reaches inside a raw slot (the landing offset is below
 // 32, a 16-bit row read reaches 12 bytes past its first element).
-template <Source kSource>
+template <Staging kStaging>
 bool make_span_plan(const Problem& p, Plan& plan) {
-  static_assert(kSource == Source::kSpans || kSource == Source::kPixelSpans, "row spans");
+  static_assert(kStaging == Staging::kSpans || kStaging == Staging::kPixelSpans, "row spans");
   if (p.dtype == DType::kFloat32 && !p.allow_tf32) return false;  // bf16x3: no raw slots
   const int64_t elem = element_bytes(p.dtype);
   const uintptr_t input = reinterpret_cast<uintptr_t>(p.input);
-  const int64_t column_stride = kSource == Source::kPixelSpans ? kInChannels : 1;
-  const bool layout = kSource == Source::kPixelSpans ? p.in_stride[3] == kInChannels && p.in_stride[1] == 1
+  const int64_t column_stride = kStaging == Staging::kPixelSpans ? kInChannels : 1;
+  const bool layout = kStaging == Staging::kPixelSpans ? p.in_stride[3] == kInChannels && p.in_stride[1] == 1
                                                      : p.in_stride[3] == 1;
   if (!layout || input % 16 != 0 || p.in_stride[2] < 0 || p.in_stride[1] < 0 || p.in_stride[0] < 0) {
     return false;
@@ -281,7 +291,7 @@ bool make_span_plan(const Problem& p, Plan& plan) {
   const int64_t rows = window_rows(plan);
   const int64_t farthest =
       32 + elem * ((rows - 1) * p.in_stride[2] + column_stride * kStride * plan.wv) + 16;
-  if (farthest > raw_slot_bytes<kSource>(p)) return false;
+  if (farthest > raw_slot_bytes<kStaging>(p)) return false;
   const int64_t last = (p.batch - 1) * p.in_stride[0] + (kInChannels - 1) * p.in_stride[1] +
                        (p.in_h - 1) * p.in_stride[2] + (p.in_w - 1) * p.in_stride[3];
   plan.box_rows = rows;
@@ -289,105 +299,82 @@ bool make_span_plan(const Problem& p, Plan& plan) {
   return true;
 }
 
-// Whether a channels_last input takes one copy per tile (kPixelSpans), planning it: windows
-// of up to 448 cells (224, 227, 256), outputs channels_last too where the mode has kernels
-// of their own for those (16-bit), and the layout, alignment and slot make_span_plan asks.
+
+// Where a channels_last input takes one copy per tile (kPixelSpans), planning it: windows of up
+// to 448 cells (224, 227, 256), outputs channels_last too where the mode has kernels of their
+// own for those (16-bit), and the layout, alignment and slot make_span_plan asks.
 template <class Mode>
 bool pixel_spans_apply(const Problem& p, Plan& plan, const DeviceInfo& device) {
-  if constexpr (Staged<Mode>::kRawSlots == 0) {
-    return false;
-  } else {
-    return units_per_thread(plan) <= kFewestUnits + 1 && (!kPixelMajorKernels<Mode> || p.out_pixel_major) &&
-           smem_bytes<Mode, Source::kPixelSpans>() <= device.max_smem_per_block_optin &&
-           make_span_plan<Source::kPixelSpans>(p, plan);
-  }
+  return units_per_thread(plan) <= kFewestUnits + 1 && (!kPixelMajorKernels<Mode> || p.out_pixel_major) &&
+         SmemLayout<Mode, Staging::kPixelSpans>::kTotal <= device.max_smem_per_block_optin &&
+         make_span_plan<Staging::kPixelSpans>(p, plan);
 }
 
-template <class Mode, DType T, int kUnits>
-cudaError_t launch_staged(const Problem& p, Plan& plan, const DeviceInfo& device,
-                          cudaStream_t stream) {
-  WindowMap map{};  // read by box-staged kernels only
+// The space-to-depth plan in `Mode`: tiles, load units per thread, and the staging -- a TMA box
+// per window where rows allow, else row spans (windows of up to 384 cells: 227 and narrower),
+// else one copy per channels_last tile, else element loads (and always for bf16x3, which has
+// no raw slots).
+template <class Mode>
+std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, LaunchPlan plan) {
+  if (SmemLayout<Mode, Staging::kLoads>::kTotal > device.max_smem_per_block_optin) return std::nullopt;
+  plan.s2d = make_plan(p.batch, p.out_h, p.out_w);
+  if (plan.s2d.strips == 0) return std::nullopt;
+  plan.tiles = plan.s2d.tiles;
+  plan.units = units_per_thread(plan.s2d);
+  plan.staging = Staging::kLoads;
+  plan.pixel_major = kPixelMajorKernels<Mode> && p.out_pixel_major;
   if constexpr (Staged<Mode>::kRawSlots > 0) {
-    if (make_tma_plan(p, plan, map)) {
-      return launch_kernel<Mode, T, Source::kBoxes, kUnits>(p, plan, map, device, stream);
-    }
-    // Spans for the windows of up to 384 cells alone (227, and the narrower images): one
-    // kernel per dtype rather than three.
-    if constexpr (kUnits == kFewestUnits) {
-      if (make_span_plan<Source::kSpans>(p, plan)) {
-        return launch_kernel<Mode, T, Source::kSpans, kUnits>(p, plan, map, device, stream);
-      }
-    }
-    if constexpr (kUnits <= kFewestUnits + 1) {  // no kPixelSpans kernels for wider windows
-      if (pixel_spans_apply<Mode>(p, plan, device)) {
-        return launch_layout<Mode, T, Source::kPixelSpans, kUnits, kPixelMajorKernels<Mode>>(p, plan, map,
-                                                                                            device, stream);
-      }
+    if (make_tma_plan(p, plan.s2d, plan.map)) {
+      plan.staging = Staging::kTma;
+    } else if (plan.units == kFewestUnits && make_span_plan<Staging::kSpans>(p, plan.s2d)) {
+      plan.staging = Staging::kSpans;  // one kernel per dtype rather than three
+    } else if (pixel_spans_apply<Mode>(p, plan.s2d, device)) {
+      plan.staging = Staging::kPixelSpans;
     }
   }
-  return launch_kernel<Mode, T, Source::kLoads, kUnits>(p, plan, map, device, stream);
-}
-
-template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  Plan plan = make_plan(p.batch, p.out_h, p.out_w);
-  if (plan.strips == 0) return cudaErrorInvalidValue;  // dispatch.cpp asks s2d_facts first
-  if (plan.tiles == 0) return cudaSuccess;
-  static_assert(kMaxUnitsPerThread == kFewestUnits + 2, "one launch per unit count");
-  switch (units_per_thread(plan)) {
-    case kFewestUnits: return launch_staged<Mode, T, kFewestUnits>(p, plan, device, stream);
-    case kFewestUnits + 1: return launch_staged<Mode, T, kFewestUnits + 1>(p, plan, device, stream);
-    default: return launch_staged<Mode, T, kMaxUnitsPerThread>(p, plan, device, stream);
+  plan.smem = SmemLayout<Mode, Staging::kLoads>::kTotal;
+  if constexpr (Staged<Mode>::kRawSlots > 0) {
+    if (plan.staging == Staging::kPixelSpans) plan.smem = SmemLayout<Mode, Staging::kPixelSpans>::kTotal;
   }
-}
-
-size_t smem_bytes_for(const Problem& p) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      return p.allow_tf32 ? smem_bytes<mma::HalfOfFloat>() : smem_bytes<mma::Bf16x3>();
-    case DType::kFloat16: return smem_bytes<mma::Half<false>>();
-    case DType::kBFloat16: return smem_bytes<mma::Half<true>>();
-  }
-  return ~size_t(0);
-}
-
-// The plan, where this device and build can run the kernel at all (strips == 0: not).
-Plan plan_on(const Problem& p, const DeviceInfo& device) {
-  if (!wgmma_available(device) || smem_bytes_for(p) > device.max_smem_per_block_optin) return {};
-  return make_plan(p.batch, p.out_h, p.out_w);
+  return plan;
 }
 
 }  // namespace
 }  // namespace s2d
 
-S2dFacts s2d_facts(const Problem& p, const DeviceInfo& device) {
-  S2dFacts facts;
-  const s2d::Plan plan = s2d::plan_on(p, device);
-  if (plan.strips == 0) return facts;
-  facts.supported = true;
-  facts.tiles = plan.tiles;
-  s2d::Box box;
-  facts.tma_boxes = s2d::tma_box(p, plan, box);
-  s2d::Plan copied = plan;
-  if (p.dtype == DType::kFloat32) {
-    facts.pixel_spans = p.allow_tf32 && s2d::pixel_spans_apply<mma::HalfOfFloat>(p, copied, device);
-  } else {  // bf16: the same layout as fp16
-    facts.pixel_spans = s2d::pixel_spans_apply<mma::Half<false>>(p, copied, device);
-  }
-  return facts;
+std::optional<LaunchPlan> plan_s2d(const Problem& p, const DeviceInfo& device) {
+  if (!wgmma_available(device)) return std::nullopt;
+  LaunchPlan plan;
+  plan.kernel = Kernel::kS2d;
+  plan.problem = p;
+  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false);
+  plan.sm_count = device.sm_count;
+  return visit_mode(plan.mode, [&](auto mode) -> std::optional<LaunchPlan> {
+    using Mode = typename decltype(mode)::Mode;
+    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
+      return std::nullopt;  // TF32 runs as float16 words here (operand_mode)
+    } else {
+      return s2d::plan_in<Mode>(p, device, plan);
+    }
+  });
 }
 
-cudaError_t launch_conv1_s2d(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      return p.allow_tf32 ? s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream)
-                          : s2d::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
-    case DType::kFloat16:
-      return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
-    case DType::kBFloat16:
-      return s2d::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
-  }
-  return cudaErrorInvalidValue;
+cudaError_t launch_s2d(const LaunchPlan& plan, cudaStream_t stream) {
+  if (plan.tiles == 0) return cudaSuccess;
+  return visit_mode(plan.mode, [&](auto mode) -> cudaError_t {
+    using Mode = typename decltype(mode)::Mode;
+    constexpr DType T = decltype(mode)::kDType;
+    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
+      return cudaErrorInvalidValue;  // plan_s2d gives no such plan
+    } else {
+      static_assert(s2d::kMaxUnitsPerThread == s2d::kFewestUnits + 2, "one launch per unit count");
+      switch (plan.units) {
+        case s2d::kFewestUnits: return s2d::launch_staged<Mode, T, s2d::kFewestUnits>(plan, stream);
+        case s2d::kFewestUnits + 1: return s2d::launch_staged<Mode, T, s2d::kFewestUnits + 1>(plan, stream);
+        default: return s2d::launch_staged<Mode, T, s2d::kMaxUnitsPerThread>(plan, stream);
+      }
+    }
+  });
 }
 
 }  // namespace cuda

@@ -15,9 +15,9 @@
 // (mma_sync_consumers.cuh); where rows allow the producers load column pairs (16-bit ones three
 // stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by shared-memory wavefronts
 // and load latency; in bf16x3 by the two-slot ring between one multiplying team and the
-// producers (perf-notes).
+// producers (docs/perf-notes.md, "The portable space-to-depth kernel").
 //
-// Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::HalfOfFloat, with the
+// Modes: fp16, bf16, float32 with allow_tf32 multiplied as fp16 (mma::Float32AsHalf, with the
 // range guard of s2d.cu: tiles fp16 cannot hold are stored exactly by the producers), and
 // float32 accurate as bf16x3, whose hi and lo planes and blocks double the windows and B: its
 // fits are Halves on the A100 class and three groups of 32 channels (Thirds) in 99 KB.
@@ -25,11 +25,11 @@
 // The parts: plan.h, ring.cuh, prologue.cuh and producers.cuh (shared with s2d.cu),
 // pair_producers.cuh and mma_sync_consumers.cuh; this file holds the kernel, its shared-memory
 // layout and the launch.
-#include "../catalog.h"
-#include "../kernel_api.h"
+#include "../launch_plan.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "../../conv1_geometry.h"
@@ -39,7 +39,7 @@
 #include "../common/occupancy.h"
 #include "../common/operand_modes.cuh"
 #include "../common/warp_roles.h"
-#include "half_of_float.cuh"
+#include "../common/weight_scale.cuh"
 #include "mma_sync_consumers.cuh"
 #include "plan.h"
 #include "pair_producers.cuh"
@@ -58,7 +58,7 @@ namespace {
 // the MMAs; 96 channels leave no registers for that; three for bf16x3's 32) and form kMTiles
 // teams that take tiles in turn (mma_sync_consumers.cuh).
 template <int kGroups_, int kSlots_, int kMTiles_, int kRecords_>
-struct Fit {
+struct FitShape {
   static constexpr int kGroups = kGroups_;
   static constexpr int kSlots = kSlots_;
   static constexpr int kMTiles = kMTiles_;
@@ -72,13 +72,14 @@ struct Fit {
 };
 // Halves: three slots of 384-cell planes (224 to 256 in one strip; wider images take more
 // strips), so the producers stage a window while the consumers still read the one before it.
-using Whole = Fit<1, 3, 1, 384>;
-using Halves = Fit<2, 3, 2, 384>;
+using Whole = FitShape<1, 3, 1, 384>;
+using Halves = FitShape<2, 3, 2, 384>;
 // bf16x3's hi and lo planes and blocks double the slots and B: in 99 KB three groups of 32
 // channels beside two slots of 352-cell planes (224 to 256 in one strip), and warps of three
-// m-tiles: three teams of four, one warp per SM sub-partition multiplying (teams of six left two
-// sub-partitions one warp each, the others two: 0.655 ms against 0.609, perf-notes).
-using Thirds = Fit<3, 2, 3, 352>;
+// m-tiles: three teams of four, one warp per SM sub-partition multiplying (teams of six, leaving
+// two sub-partitions one warp each and the others two, measured slower: docs/perf-notes.md, "The
+// measurements behind the code's choices").
+using Thirds = FitShape<3, 2, 3, 352>;
 
 // The fits a mode tries, widest first: 16-bit words in Whole, then Halves; bf16x3 in Halves
 // (A100, Hopper), then Thirds.
@@ -116,9 +117,9 @@ struct Layout {
 };
 
 // The budgets the fits exist for (the compile check fails where one grows past them).
-static_assert(Layout<mma::Half<false>, Halves>::kTotal <= kSmem99KB && Layout<mma::HalfOfFloat, Halves>::kTotal <= kSmem99KB,
+static_assert(Layout<mma::Half<false>, Halves>::kTotal <= kSmem99KB && Layout<mma::Float32AsHalf, Halves>::kTotal <= kSmem99KB,
               "the halves fit every sm_80+ GPU");
-static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kSmemA100 && Layout<mma::HalfOfFloat, Whole>::kTotal <= kSmemA100,
+static_assert(Layout<mma::Half<false>, Whole>::kTotal <= kSmemA100 && Layout<mma::Float32AsHalf, Whole>::kTotal <= kSmemA100,
               "the whole B fits an A100");
 static_assert(Layout<mma::Bf16x3, Halves>::kTotal <= kSmemA100 && Layout<mma::Bf16x3, Thirds>::kTotal <= kSmem99KB,
               "bf16x3: halves on an A100, thirds on every sm_80+ GPU");
@@ -131,10 +132,9 @@ struct GroupProblems {
   Problem of[kGroups];
 };
 
-// How the producers stage windows, kUnits units per thread (6-8): element loads
-// (s2d/producers.cuh), or column pairs where the rows allow, 16-bit ones up to two stages ahead
-// (pair_producers.cuh).
-enum class Staging { kElements, kPairs };
+// How the producers stage windows, kUnits units per thread (6-8): element loads (kLoads,
+// s2d/producers.cuh), or column pairs where the rows allow (kPairs), 16-bit ones up to two
+// stages ahead (pair_producers.cuh).
 
 template <class Mode, DType T, int kUnits, class F, Staging kStaging>
 __global__ void __launch_bounds__(kTileThreads, 1)
@@ -180,108 +180,105 @@ __global__ void __launch_bounds__(kTileThreads, 1)
 }
 
 template <class Mode, DType T, int kUnits, class F, Staging kStaging>
-cudaError_t launch_fit(const Problem& p, const Plan& plan, const DeviceInfo& device, cudaStream_t stream) {
+cudaError_t launch_kernel(const LaunchPlan& plan, cudaStream_t stream) {
   constexpr auto kernel = conv1_s2d_mma_sync_kernel<Mode, T, kUnits, F, kStaging>;
   constexpr size_t kSmem = Layout<Mode, F>::kTotal;
   int per_sm = 0;
   const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
   if (err != cudaSuccess) return err;
   // A persistent grid, the groups of a tile side by side; none wholly past the weight's channels.
+  const Problem& p = plan.problem;
   const int groups = launched_groups(p.out_channels, F::kChannels);
   GroupProblems<F::kGroups> problems;
   for (int g = 0; g < F::kGroups; ++g) {
     problems.of[g] = group_problem<F::kChannels, int(sizeof(typename Mode::Raw))>(p, g);
   }
-  const int64_t grid = std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * device.sm_count / groups, 1));
-  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, kSmem, stream>>>(problems, plan);
+  const int64_t grid =
+      std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * plan.sm_count / groups, 1));
+  kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, kSmem, stream>>>(problems, plan.s2d);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
 
-// The widest of the mode's fits this device's shared memory takes (groups 0: none), and its plane size.
-struct FitChoice {
-  int groups = 0, records = 0;
-};
-template <class Mode>
-FitChoice fit_on(const DeviceInfo& device) {
-  using Wide = typename FitsOf<Mode>::Wide;
-  using Narrow = typename FitsOf<Mode>::Narrow;
-  if (Layout<Mode, Wide>::kTotal <= device.max_smem_per_block_optin) return {Wide::kGroups, Wide::kRecords};
-  if (Layout<Mode, Narrow>::kTotal <= device.max_smem_per_block_optin) return {Narrow::kGroups, Narrow::kRecords};
-  return {};
-}
-
-// The plan of a fit with planes of `records` cells: windows from each tile's first pixel (the
-// launch and s2d_mma_sync_facts, which the dispatcher reads, plan alike).
-Plan plan_for(const Problem& p, int records) {
-  return make_plan(p.batch, p.out_h, p.out_w, records, /*from_tile=*/true);
-}
-
-// The fit's plan (its plane size) and load units per thread.
+// The kernel of the plan's units per thread and staging (those plan_fit gives).
 template <class Mode, DType T, class F>
-cudaError_t launch_planned(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  const Plan plan = plan_for(p, F::kRecords);
-  if (plan.strips == 0) return cudaErrorInvalidValue;
-  if (plan.tiles == 0) return cudaSuccess;
-  const int units = units_per_thread(plan);
-  if (units == kFewestUnits) {  // windows of up to 384 cells (s2d_mma_sync_facts)
-    if (pairs_apply(p)) return launch_fit<Mode, T, kFewestUnits, F, Staging::kPairs>(p, plan, device, stream);
-    return launch_fit<Mode, T, kFewestUnits, F, Staging::kElements>(p, plan, device, stream);
+cudaError_t launch_staged(const LaunchPlan& plan, cudaStream_t stream) {
+  if (plan.units == kFewestUnits) {  // windows of up to 384 cells
+    if (plan.staging == Staging::kPairs) return launch_kernel<Mode, T, kFewestUnits, F, Staging::kPairs>(plan, stream);
+    return launch_kernel<Mode, T, kFewestUnits, F, Staging::kLoads>(plan, stream);
   }
   // Wider planes need more units (448 cells: 7, 512: 8); the fits of 384 cells instantiate none.
   if constexpr (F::kMostUnits > kFewestUnits) {
-    if (units == kFewestUnits + 1) return launch_fit<Mode, T, kFewestUnits + 1, F, Staging::kElements>(p, plan, device, stream);
+    if (plan.units == kFewestUnits + 1) return launch_kernel<Mode, T, kFewestUnits + 1, F, Staging::kLoads>(plan, stream);
   }
   if constexpr (F::kMostUnits > kFewestUnits + 1) {
     static_assert(F::kMostUnits == kFewestUnits + 2, "planes of up to 512 cells");
-    return launch_fit<Mode, T, F::kMostUnits, F, Staging::kElements>(p, plan, device, stream);
+    return launch_kernel<Mode, T, F::kMostUnits, F, Staging::kLoads>(plan, stream);
   }
   return cudaErrorInvalidValue;  // make_plan keeps a window within the fit's planes
 }
 
-template <class Mode, DType T>
-cudaError_t launch_typed(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  using Wide = typename FitsOf<Mode>::Wide;
-  using Narrow = typename FitsOf<Mode>::Narrow;
-  const int groups = fit_on<Mode>(device).groups;
-  if (groups == Wide::kGroups) return launch_planned<Mode, T, Wide>(p, device, stream);
-  if (groups == Narrow::kGroups) return launch_planned<Mode, T, Narrow>(p, device, stream);
-  return cudaErrorInvalidValue;  // callers ask s2d_mma_sync_facts first
+// The plan in fit F: windows from each tile's first pixel (Plan::from_tile) in planes of the
+// fit's cells, and column pairs where the rows allow.
+template <class Mode, class F>
+std::optional<LaunchPlan> plan_fit(const Problem& p, LaunchPlan plan) {
+  plan.fit = cuda::Fit(F::kGroups);
+  plan.smem = Layout<Mode, F>::kTotal;
+  plan.s2d = make_plan(p.batch, p.out_h, p.out_w, F::kRecords, /*from_tile=*/true);
+  if (plan.s2d.strips == 0) return std::nullopt;
+  plan.tiles = plan.s2d.tiles;
+  plan.units = units_per_thread(plan.s2d);
+  plan.staging = plan.units == kFewestUnits && pairs_apply(p) ? Staging::kPairs : Staging::kLoads;
+  return plan;
 }
 
-FitChoice fit_for(const Problem& p, const DeviceInfo& device) {
-  switch (p.dtype) {
-    case DType::kFloat32: return p.allow_tf32 ? fit_on<mma::HalfOfFloat>(device) : fit_on<mma::Bf16x3>(device);
-    case DType::kFloat16: return fit_on<mma::Half<false>>(device);
-    case DType::kBFloat16: return fit_on<mma::Half<true>>(device);
-  }
-  return {};
+// The mode's fit layouts (FitsOf) as `visit` sees them: the plan's.
+template <class Mode, class Visit>
+auto visit_fit(cuda::Fit fit, Visit&& visit) {
+  using Wide = typename FitsOf<Mode>::Wide;
+  using Narrow = typename FitsOf<Mode>::Narrow;
+  return groups_of(fit) == Wide::kGroups ? visit(Wide{}) : visit(Narrow{});
 }
 
 }  // namespace
 }  // namespace s2d
 
-S2dMmaSyncFacts s2d_mma_sync_facts(const Problem& p, const DeviceInfo& device) {
-  S2dMmaSyncFacts facts;
-  if (device.major < 8) return facts;
-  const s2d::FitChoice fit = s2d::fit_for(p, device);
-  if (fit.groups == 0) return facts;
-  const s2d::Plan plan = s2d::plan_for(p, fit.records);
-  if (plan.strips == 0) return facts;
-  facts.groups = fit.groups;
-  facts.tiles = plan.tiles;
-  facts.pair_staging = s2d::units_per_thread(plan) == s2d::kFewestUnits && s2d::pairs_apply(p);
-  return facts;
+// The widest of the mode's fits this device's shared memory takes.
+std::optional<LaunchPlan> plan_s2d_mma_sync(const Problem& p, const DeviceInfo& device) {
+  if (device.major < 8) return std::nullopt;
+  LaunchPlan plan;
+  plan.kernel = Kernel::kS2dMmaSync;
+  plan.problem = p;
+  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false);
+  plan.sm_count = device.sm_count;
+  return visit_mode(plan.mode, [&](auto mode) -> std::optional<LaunchPlan> {
+    using Mode = typename decltype(mode)::Mode;
+    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
+      return std::nullopt;  // TF32 runs as float16 words here (operand_mode)
+    } else {
+      using Wide = typename s2d::FitsOf<Mode>::Wide;
+      using Narrow = typename s2d::FitsOf<Mode>::Narrow;
+      if (s2d::Layout<Mode, Wide>::kTotal <= device.max_smem_per_block_optin) return s2d::plan_fit<Mode, Wide>(p, plan);
+      if (s2d::Layout<Mode, Narrow>::kTotal <= device.max_smem_per_block_optin) {
+        return s2d::plan_fit<Mode, Narrow>(p, plan);
+      }
+      return std::nullopt;
+    }
+  });
 }
 
-cudaError_t launch_conv1_s2d_mma_sync(const Problem& p, const DeviceInfo& device, cudaStream_t stream) {
-  switch (p.dtype) {
-    case DType::kFloat32:
-      return p.allow_tf32 ? s2d::launch_typed<mma::HalfOfFloat, DType::kFloat32>(p, device, stream)
-                          : s2d::launch_typed<mma::Bf16x3, DType::kFloat32>(p, device, stream);
-    case DType::kFloat16: return s2d::launch_typed<mma::Half<false>, DType::kFloat16>(p, device, stream);
-    case DType::kBFloat16: return s2d::launch_typed<mma::Half<true>, DType::kBFloat16>(p, device, stream);
-  }
-  return cudaErrorInvalidValue;
+cudaError_t launch_s2d_mma_sync(const LaunchPlan& plan, cudaStream_t stream) {
+  if (plan.tiles == 0) return cudaSuccess;
+  return visit_mode(plan.mode, [&](auto mode) -> cudaError_t {
+    using Mode = typename decltype(mode)::Mode;
+    constexpr DType T = decltype(mode)::kDType;
+    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
+      return cudaErrorInvalidValue;  // plan_s2d_mma_sync gives no such plan
+    } else {
+      return s2d::visit_fit<Mode>(plan.fit, [&](auto shape) {
+        return s2d::launch_staged<Mode, T, decltype(shape)>(plan, stream);
+      });
+    }
+  });
 }
 
 }  // namespace cuda
