@@ -6,7 +6,7 @@
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/stage.sh
+source scripts/dev/stage.sh
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   stage torch "installing ${ALEXCONV_TORCH:-torch==2.13.0} (pip; 20 s from a local wheel, longer when it downloads)" \

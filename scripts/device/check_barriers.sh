@@ -5,9 +5,9 @@
 # different copies); a build where it did hung every fp32 call on the device,
 # while a one-copy build of the same logic ran (docs/perf-notes.md, v8).
 #
-#   bash scripts/check_barriers.sh [binary]   (default: the installed libalexconv.so)
+#   bash scripts/device/check_barriers.sh [binary]   (default: the installed libalexconv.so)
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 binary=${1:-$(python3 -c "import alexconv; print(alexconv.library_path())")}
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
 if [[ ! -x $cuobjdump ]]; then echo "== barrier check skipped: no cuobjdump"; exit 0; fi

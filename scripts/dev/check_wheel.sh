@@ -7,7 +7,7 @@
 # the wheel's alexconv, not this environment's.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 dir=build/wheel-check
 rm -rf "$dir"
 mkdir -p "$dir"

@@ -9,8 +9,8 @@ medianed again, as the CI machines are shared; glibc's allocator warmed up first
 alexconv.conv1_kernel names for each dtype, the load average before and after, and a table with
 each alexconv layout's ratio to the best F.conv2d layout of the same dtype (> 1: alexconv faster).
 
-    python scripts/benchmark_cpu.py
-    python scripts/benchmark_cpu.py --batches 1 8 32 --dtypes float32 bfloat16 --threads 2 --json out.json
+    python scripts/bench/benchmark_cpu.py
+    python scripts/bench/benchmark_cpu.py --batches 1 8 32 --dtypes float32 bfloat16 --threads 2 --json out.json
 """
 from __future__ import annotations
 
