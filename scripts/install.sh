@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_TORCH=torch==X] bash scripts/install.sh
 # Installs what alexconv needs and builds it into the current Python environment, one line per
 # stage with its time (their output: build/logs/). Reuses an installed torch; otherwise installs
 # $ALEXCONV_TORCH (default torch==2.13.0, the CPU build on our CI machines). Run by

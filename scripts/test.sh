@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/test.sh [pytest arguments, e.g. -k opcheck]
 # README's test command: install and build (scripts/demo.sh, the README's other command, with its
 # C++ demo), the wheel route, then the whole test suite; one line per stage with its time.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k opcheck). Outside CI the tests marked slow

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: VARIANTS="base NAME[:FLAGS][@PATCH] ..." [CASES=...] [ROUNDS=2] bash scripts/bench/ab_builds.sh
 # A/B timing of kernel variants built side by side, the method behind docs/perf-notes.md:
 # each variant is a copy of this tree's op/ (optionally patched) built with its own CUDA
 # flags; scripts/bench/ab_time.py then times the variants in alternating processes, so that all

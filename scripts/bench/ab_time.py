@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/ab_time.py --cases MODE:SIZE:BATCH ... NAME=LIBRARY ...
 """Times alexconv builds against each other (scripts/bench/ab_builds.sh builds them).
 
 Every library registers the same TORCH_LIBRARY, so each (round, variant) runs in a process of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark.py [--quick] [--sizes ...] [--emulate 8.0 8.6 7.5] [--help]
 """Benchmark alexconv.conv1 against cuDNN and torch.compile, side by side, in one process.
 
 The op is AlexNet's first layer: F.conv2d(x, w, b, stride=4, padding=2), x [N,3,H,W], w [96,3,11,11].

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark_alexnet.py [--device cuda|cpu] [--batches ...] [--help]
 """Whole-model proof (issue 46, item 4): eager nn AlexNets vs the same networks after
 alexconv.convert, in one process, same weights, eval mode, no_grad.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark_cpu.py [--batches ...] [--dtypes ...] [--threads ...] [--help]
 """Benchmark alexconv.conv1 on CPU against F.conv2d (oneDNN / ATen) in both layouts.
 
 For each batch and dtype, times alexconv and F.conv2d with NCHW and with channels_last input and

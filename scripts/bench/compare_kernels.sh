@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [KERNELS="auto s2d wgmma"] [SIZES=...] [BATCHES=...] bash scripts/bench/compare_kernels.sh
 # Times alexconv with each CUDA kernel path forced, one benchmark process per path
 # (ALEXCONV_CUDA_KERNEL is read once per process), for A/B work on the kernels:
 #

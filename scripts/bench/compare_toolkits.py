@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/compare_toolkits.py --build NAME=HARNESS --build NAME=HARNESS [--json F]
 """Two toolkits' builds of the kernels side by side on one GPU, with nn.Conv2d in the same run.
 
     python3 scripts/bench/compare_toolkits.py --build 11.8=build/h118/alexconv_cuda_harness \

@@ -1,3 +1,4 @@
+# Usage: python3 scripts/bench/latency_probe.py   (a CUDA GPU)
 """Splits batch-1 latency into GPU kernel time and per-call host overhead.
 
     python scripts/bench/latency_probe.py

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [NVCC=...] [ARCHS="80 86 89 90"] [OUT_DIR=...] bash scripts/dev/build_cuda_harness.sh
 # Builds the standalone CUDA harness (tests/cuda_harness): the kernel objects compiled as
 # CMakeLists.txt compiles them for the library, linked with a torch-free driver program and
 # the static CUDA runtime, so the binary runs on any machine whose driver takes its CUDA version.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_SKIP_CUDA_CHECK=1] bash scripts/dev/check_cuda_compiles.sh
 # Compile-only check of the CUDA kernels where torch has no CUDA: the .cu files
 # include no torch headers, so nvcc and the CUDA toolkit suffice. Skipped with a
 # message when nvcc is absent or ALEXCONV_SKIP_CUDA_CHECK=1, except under CI (CI=true),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/dev/check_kernel_resources.py [--cuda 11] PTXAS_LOG
 """Every CUDA kernel's resources, per target, from ptxas's -v report (the compile check builds
 with it): registers, spills, stack. Fails on a spill no entry of the toolkit's list allows
 (KNOWN_SPILLS for CUDA 12+, KNOWN_SPILLS_CUDA11 for CUDA 11.8's ptxas), and on a kernel whose

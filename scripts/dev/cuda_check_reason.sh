@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/dev/cuda_check_reason.sh [--tree]   (in the repository root)
 # Why scripts/test.sh runs the CUDA compile-only check here (printed), or nothing where it does
 # not: under CI (CI=true), when asked (ALEXCONV_CUDA_CHECK=1), or when the kernels' sources
 # (op/, tests/cuda_harness) have uncommitted changes or differ from what the last passing check

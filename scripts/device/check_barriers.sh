@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/device/check_barriers.sh [LIBRARY]   (default: the installed libalexconv.so)
 # Each implicit-GEMM kernel (conv1_igemm_kernel, conv1_s2d_kernel, conv1_s2d_mma_sync_kernel) must hold exactly one CTA-wide reduction barrier
 # (BAR.RED, from __syncthreads_or at the end of its prologue) in its SASS. ptxas
 # can split it into one copy per warp role (consumers and producers reaching

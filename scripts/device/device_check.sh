@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/device/device_check.sh [STEP ...]   (steps below)
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #

@@ -1,3 +1,4 @@
+# Usage: compute-sanitizer --tool TOOL python3 scripts/device/sanitize_cases.py [--many-tiles|--long-runs]
 """Small CUDA cases for compute-sanitizer: ragged sizes, batch 1 and 3, every dtype and mode.
 
     compute-sanitizer --tool memcheck python scripts/device/sanitize_cases.py

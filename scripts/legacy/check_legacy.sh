@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_INSTALL_LEGACY=1] bash scripts/legacy/check_legacy.sh [cuda118] [libtorch113] [python113]
 # Checks against the oldest stack we support (issue 45: PyTorch 1.13 with CUDA 11.8).
 #
 #   bash scripts/legacy/check_legacy.sh [cuda118] [libtorch113] [python113]     (default: cuda118 libtorch113)

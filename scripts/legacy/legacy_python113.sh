@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_INSTALL_LEGACY=1] bash scripts/legacy/legacy_python113.sh [pytest arguments]   (as root)
 # The python113 step of scripts/legacy/check_legacy.sh: the Python package built and its test suite
 # run on torch 1.13.1 (PyPI's cp39 wheel) with Python 3.9, in a Debian bullseye chroot (this
 # machine's Python is too new for torch 1.13, whose wheels stop at 3.10). Needs root.
