@@ -39,7 +39,7 @@ using alexconv_demo::median_ms;
 struct Options {
   std::string package;
   std::optional<std::string> device;  // checked against the package's own
-  // The package's dynamic dimensions start at batch 1 and 11x11 (export_model.py).
+  // The package's dynamic dimensions start at batch 1 and 11x11 (python/alexconv/export.py).
   int64_t batch = 8, size = 224, iters = 10;
   std::optional<double> atol, rtol;  // default: by dtype and the package's allow_tf32
   std::optional<int64_t> seed;        // of the input; default: a fresh one, printed

@@ -1,7 +1,7 @@
 // alexconv_script_model: writes a TorchScript ModelNew (the module alexconv-export
 // saves from Python: submodule conv1 with weight [96, 3, 11, 11] and bias [96], attribute
 // allow_tf32, forward calling torch.ops.alexconv.conv1) from C++, with torch::jit compiling
-// its forward. For a libtorch with no Python beside it: scripts/check_legacy.sh saves a
+// its forward. For a libtorch with no Python beside it: scripts/legacy/check_legacy.sh saves a
 // model with libtorch 1.13 and runs it with alexconv_demo (a .pt file saved by a newer torch
 // carries a file-format version that torch 1.13 refuses to load).
 //

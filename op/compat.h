@@ -1,7 +1,7 @@
 // The one place that knows which torch C++ API this build compiles against (issue 45:
 // torch 1.13 is the oldest supported). Each shim takes today's API wherever the torch at
 // hand has it, so a torch 2.x build compiles exactly the calls it made before; the older
-// branch is what torch 1.13.1 offers (built and run by scripts/check_legacy.sh). The
+// branch is what torch 1.13.1 offers (built and run by scripts/legacy/check_legacy.sh). The
 // version each API appeared in is torch's; only 1.13.1 and 2.13 are built here.
 //
 // Optional arguments are c10::optional everywhere in op/: torch 1.13's dispatcher only

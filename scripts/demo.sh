@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/demo.sh [alexconv_demo arguments, e.g. --batch 32]
 # README's demo command: install, build, export the scripted model, run the C++ demo on it, on
 # CUDA if there is a GPU, else on CPU. Extra arguments go to alexconv_demo.
 set -euo pipefail

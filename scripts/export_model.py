@@ -1,3 +1,4 @@
+# Usage: python3 scripts/export_model.py MODEL.pt|MODEL.pt2 [alexconv-export options]
 """Kept for old command lines: the export lives in the package now.
 
     alexconv-export model.pt          (installed with the package; or python -m alexconv.export)

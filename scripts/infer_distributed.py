@@ -1,3 +1,4 @@
+# Usage: torchrun --nproc_per_node N scripts/infer_distributed.py [--device cuda|cpu] [--help]
 """Data-parallel inference with alexconv under torchrun: one process per GPU (or CPU processes).
 
     torchrun --nproc_per_node N scripts/infer_distributed.py [--device cuda|cpu]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_TORCH=torch==X] bash scripts/install.sh
 # Installs what alexconv needs and builds it into the current Python environment, one line per
 # stage with its time (their output: build/logs/). Reuses an installed torch; otherwise installs
 # $ALEXCONV_TORCH (default torch==2.13.0, the CPU build on our CI machines). Run by
@@ -6,7 +7,7 @@
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/stage.sh
+source scripts/dev/stage.sh
 
 if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   stage torch "installing ${ALEXCONV_TORCH:-torch==2.13.0} (pip; 20 s from a local wheel, longer when it downloads)" \

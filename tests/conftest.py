@@ -21,7 +21,7 @@ import alexconv
 from alexconv import _compat
 
 HAS_CUDA = torch.cuda.is_available()
-# The GPU check (scripts/device_check.sh) sets this: there, a CUDA runtime that cannot see
+# The GPU check (scripts/device/device_check.sh) sets this: there, a CUDA runtime that cannot see
 # its GPU must fail the run, not skip every CUDA test.
 if os.environ.get("ALEXCONV_REQUIRE_CUDA") == "1" and not HAS_CUDA:
     raise pytest.UsageError("ALEXCONV_REQUIRE_CUDA=1 but torch.cuda.is_available() is False")

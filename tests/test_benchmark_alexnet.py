@@ -1,4 +1,4 @@
-"""scripts/benchmark_alexnet.py runs end to end on CPU (tiny settings: a smoke test, not a timing)."""
+"""scripts/bench/benchmark_alexnet.py runs end to end on CPU (tiny settings: a smoke test, not a timing)."""
 
 import json
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import CPU_KERNELS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark_alexnet.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "benchmark_alexnet.py"
 
 
 def test_benchmark_alexnet_cpu_smoke(tmp_path):

@@ -1,4 +1,4 @@
-"""scripts/benchmark.py's reporting on made-up rows (no GPU): emulated rows are compared with this
+"""scripts/bench/benchmark.py's reporting on made-up rows (no GPU): emulated rows are compared with this
 process's cuDNN rows of the same shape and precision, and the slowest cells are named per class."""
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "benchmark.py"
 
 
 @pytest.fixture(scope="module")

@@ -255,7 +255,7 @@ def test_rows_not_16_byte_aligned(dtype, allow_tf32, view, n):
 # channels_last inputs: a pixel's three channels lie side by side, so the space-to-depth
 # kernel stages a tile's three channel windows with one bulk copy of its rows (SpanCopies
 # with kAllChannels), read back 6 or 12 bytes per element apart. Auto takes it at every
-# batch here (small batches too: s2d_preferred in op/cuda/dispatch.cpp), as does scripts/device_check.sh's forced
+# batch here (small batches too: s2d_preferred in op/cuda/dispatch.cpp), as does scripts/device/device_check.sh's forced
 # run. The views: a wider storage row (pitch), a 16-byte storage offset, and a
 # one-element offset (not 16-byte aligned: element loads). Large values at the input's first and last pixels
 # (all channels) show one lost or misplaced. At 227 the input ends past a 16-byte

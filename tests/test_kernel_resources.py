@@ -1,10 +1,10 @@
-"""scripts/check_kernel_resources.py, the compile check's judge of ptxas reports: a kernel's own
+"""scripts/dev/check_kernel_resources.py, the compile check's judge of ptxas reports: a kernel's own
 spill counts, never a callee's listed after it."""
 
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_kernel_resources.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "dev" / "check_kernel_resources.py"
 spec = importlib.util.spec_from_file_location("check_kernel_resources", SCRIPT)
 check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
@@ -44,7 +44,7 @@ def test_no_spill_passes_and_a_known_one_is_allowed(tmp_path):
 
 
 def test_each_toolkit_is_judged_by_its_own_list(tmp_path):
-    # CUDA 11.8's ptxas is judged by KNOWN_SPILLS_CUDA11 (scripts/check_legacy.sh cuda118), CUDA 12+'s
+    # CUDA 11.8's ptxas is judged by KNOWN_SPILLS_CUDA11 (scripts/legacy/check_legacy.sh cuda118), CUDA 12+'s
     # by KNOWN_SPILLS: a spill one list allows fails under the other unless that one lists it too.
     log = tmp_path / "ptxas.log"
     frag, target = next(iter(check.KNOWN_SPILLS))

@@ -1,5 +1,5 @@
-"""scripts/test.sh's decisions: when the CUDA compile-only check runs (scripts/cuda_check_reason.sh)
-and how a failing stage reports (scripts/stage.sh)."""
+"""scripts/test.sh's decisions: when the CUDA compile-only check runs (scripts/dev/cuda_check_reason.sh)
+and how a failing stage reports (scripts/dev/stage.sh)."""
 
 import os
 import pathlib
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-REASON = REPO / "scripts" / "cuda_check_reason.sh"
+REASON = REPO / "scripts" / "dev" / "cuda_check_reason.sh"
 
 
 def _git(repo, *args):
@@ -64,7 +64,7 @@ def test_cuda_check_runs_in_ci_when_asked_or_when_the_kernels_changed(clone):
 
 
 def test_a_failing_stage_shows_its_log_and_status(tmp_path):
-    script = f'source {REPO / "scripts" / "stage.sh"}\nstage ok "passes" true\nstage bad "fails" bash -c "echo why; exit 3"\necho unreached\n'
+    script = f'source {REPO / "scripts" / "dev" / "stage.sh"}\nstage ok "passes" true\nstage bad "fails" bash -c "echo why; exit 3"\necho unreached\n'
     res = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert res.returncode == 3, res.stdout + res.stderr
     lines = res.stdout.splitlines()

@@ -19,7 +19,7 @@
 // skeleton misses a target with every output form, so does every design using them.
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/design_floor.cu -o build/design_floor
-//   build/design_floor            (scripts/device_check.sh floor)
+//   build/design_floor            (scripts/device/device_check.sh floor)
 #include <cuda.h>
 #include <cudaTypedefs.h>  // the driver's tensor-map encoder, reached through the runtime
 #include <cuda_fp16.h>

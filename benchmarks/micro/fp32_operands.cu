@@ -29,7 +29,7 @@
 // path's operands".
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/fp32_operands.cu -o build/fp32_operands
-//   build/fp32_operands           (scripts/device_check.sh operands)
+//   build/fp32_operands           (scripts/device/device_check.sh operands)
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -16,7 +16,7 @@
 // virtual columns of 55; three times that for bf16x3) -- the floor of any kernel with that loop.
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/mma_sync_ceiling.cu -o build/mma_sync_ceiling
-//   build/mma_sync_ceiling            (scripts/device_check.sh mma-ceiling)
+//   build/mma_sync_ceiling            (scripts/device/device_check.sh mma-ceiling)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

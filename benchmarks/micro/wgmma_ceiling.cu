@@ -12,7 +12,7 @@
 // cycle and SM) and the traffic's bytes per cycle.
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I op benchmarks/micro/wgmma_ceiling.cu -o build/wgmma_ceiling
-//   build/wgmma_ceiling            (scripts/device_check.sh ceiling)
+//   build/wgmma_ceiling            (scripts/device/device_check.sh ceiling)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

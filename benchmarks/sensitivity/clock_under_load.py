@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
 from ab_time import MODES  # noqa: E402  (mode -> dtype name, allow_tf32; scripts/ is not a package)
 
 

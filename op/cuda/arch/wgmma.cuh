@@ -29,7 +29,7 @@ __device__ __forceinline__ int block_offset(int n, int kbyte) {
 // planes): the start-address field (bits 0-13, address / 16) sits alone in the low
 // half and shared memory ends below 256 KB, so a step is one 32-bit add. Rebuilding
 // the descriptor from each address instead costs a mask, a shift and an OR per half
-// per wgmma, which ptxas does not fold (about 12 instructions per wgmma, v16).
+// per wgmma, which ptxas does not fold (~12 instructions a wgmma; docs/perf-notes.md, "Versions").
 struct Operand {
   uint32_t lo, hi;
   __device__ __forceinline__ static uint32_t start_field(uint32_t smem_addr) {

@@ -89,8 +89,8 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMT][kNT][4], const float*
 // store_tile_staged), straight from the accumulators: no shared memory is left for
 // staging them. Lanes t and t ^ 2 of a quad first swap half of their values, so
 // that a store instruction writes 16 consecutive pixels of each of 2 channels
-// rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, and
-// fp32 10% faster at batch 256 (perf-notes, v11).
+// rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, which
+// measured faster (docs/perf-notes.md, "Versions", lane-swapped float32 stores).
 //
 // Channels-last outputs (Problem::out_pixel_major) need no swap: a thread's two
 // adjacent channels are 8 contiguous bytes, and an instruction writes 8 pixels x
@@ -240,9 +240,9 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[kMT][kNT][4
   StagedGroups<kMT>::barrier(group);  // the group's reads of the previous tile are done
   stage_rows<T>(acc, block, group_warp * 16 * kMT, lane, p.relu);
   StagedGroups<kMT>::barrier(group);
-  // Lane -> pixels lane and lane + 32 of the group; warp -> its share of the channels: all of them
-  // stored unless the call has fewer channels (Problem::out_channels), a second loop then. (A
-  // guard inside the one loop cost the 16-bit kernels 25-37%: H100, s2d 0.162 -> 0.222 ms.)
+  // Lane -> pixels lane and lane + 32 of the group; warp -> its share of the channels: all of
+  // them stored unless the call has fewer channels (Problem::out_channels), a second loop then (a
+  // guard in the one loop slows every 16-bit kernel: docs/perf-notes.md, "Other channel counts").
   uint16_t* out = static_cast<uint16_t*>(p.output);
   constexpr int kChannelsPerWarp = kNT * 8 / kGroupWarps;
   const int first = group_warp * kChannelsPerWarp;

@@ -12,9 +12,9 @@ namespace cuda {
 
 // Tile numbers and strip-local pixel numbers stay at or below this in every plan the
 // kernels run (both plans), so that the kernels divide them with Divider::small's
-// 32-bit multiply-high: the 64-bit fallback is a call, and calls cost the warps
-// registers (docs/perf-notes.md v24-v26). A plan past it is not plannable (the direct
-// kernel runs it); reaching it takes 2^31 tiles or strips of 2^31 output pixels.
+// 32-bit multiply-high: the 64-bit fallback is a call, which costs registers even untaken
+// (docs/perf-notes.md, "Constraints found by measurement"). A plan past it is not plannable
+// (the direct kernel runs it); reaching it takes 2^31 tiles or strips of 2^31 output pixels.
 constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
 
 // The output columns of strip s of `strips` (by_strips divides by it):
@@ -33,14 +33,14 @@ ALEXCONV_HOST_DEVICE inline StripColumns strip_columns(const Divider& by_strips,
 // By default turn i takes tile i: at any time the CTAs work on neighbouring tiles,
 // whose overlapping windows come from DRAM once and from L2 for the rest. Over a
 // long run the CTAs drift apart, and the neighbours of a multi-strip plan stop
-// meeting in L2 (256x256, TF32: DRAM reads 1.4x the input at batch 256, 2.3x at
-// batch 1024). Contiguous runs map the turns so that CTA b takes the tiles
-// [b * per_cta + min(b, extra), ...): per_cta, or one more for the first `extra`
-// CTAs, as many as striding gives it. Its tiles then follow one another at any batch
-// (1.8x the input at both: every window from DRAM), and they lose the front's sharing,
-// so runs pay only when they are long. Multi-strip plans in float32 at 256x256 and
-// 512x512, runs against strided: 1.07-1.21x the time at 11-43 turns per CTA, about
-// even at 43-171, 0.79-0.95x at 171-683.
+// meeting in L2, so its DRAM reads grow with the batch. Contiguous runs map the
+// turns so that CTA b takes the tiles [b * per_cta + min(b, extra), ...): per_cta,
+// or one more for the first `extra` CTAs, as many as striding gives it. Its tiles
+// then follow one another at any batch (every window from DRAM), and they lose the
+// front's sharing, so runs pay only when they are long: slower than striding at
+// tens of turns per CTA, faster at hundreds. docs/perf-notes.md, "Off the targets'
+// layout", has the DRAM reads of both orders and the turn counts where runs start
+// to pay, for multi-strip plans in float32 at 256x256 and 512x512.
 struct CtaOrder {
   Divider by_grid;  // 1: the identity
   int64_t per_cta = 0, extra = 0;

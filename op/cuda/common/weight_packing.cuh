@@ -29,8 +29,8 @@ constexpr bool kScalesWeights<Mode, std::void_t<decltype(Mode::kScalesWeights)>>
 // in by independent loads, all in flight together -- each thread owns one tap of
 // every fourth output channel, so its addresses step by a constant -- and wait in
 // shared memory (scratch the kernel lends: window slots not yet in use). The next
-// channel's loads fly while this one is packed. Packing word by word from global
-// memory instead kept every CTA ~12 us in its prologue (v9 timeline, batch 1).
+// channel's loads fly while this one is packed: packing word by word from global memory kept
+// every CTA waiting in its prologue (docs/perf-notes.md, "Versions", B packed per channel).
 constexpr int kTapLanes = 128;                              // threads per output channel, 121 busy
 constexpr int kChannelStep = kTileThreads / kTapLanes;      // output channels loaded at once
 static_assert(kTileThreads % kTapLanes == 0 && kTapLanes >= kTapsPerChannel,

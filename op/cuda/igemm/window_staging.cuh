@@ -126,8 +126,13 @@ __device__ void store_window(typename Mode::Word* slot,
 // issue_window_async's are) numbered row-major over its unit grid, unit u taken by producer
 // thread u % 128: at most kUnitsPerThread each (rows * pitch <= kSlotElems, pitch >= the grid's
 // width), all loaded before the first is stored. The element-wise path above costs ~40
+<<<<<<< HEAD
 // instructions per element in its walk (H100, ncu: twice fp16 Halves's instructions, 1.32 ms
 // against 0.40); a unit costs a few per 4 elements.
+=======
+// instructions per element in its walk, twice fp16 HalfN's, and was slower (docs/perf-notes.md,
+// "Portable kernels (sm_80-sm_89, 99 KB)"); a unit costs a few per 4 elements.
+>>>>>>> scripts-layout
 constexpr int kUnitsPerThread = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
 
 struct WindowUnits {
@@ -277,9 +282,9 @@ __device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& pl
 // one flat array of `units` 16-byte units, unit i + 128k by producer thread i.
 // Every load of a stage is in flight before the first conversion, and there is no
 // row or column arithmetic. (Each thread walking its own copy units in batches
-// of 4 took ~4 dependent shared-memory round trips per stage; under the
-// consumers' load the producers spent 72% of their time converting and the
-// consumers 14% waiting for them, v11 profile.)
+// of 4 took ~4 dependent shared-memory round trips per stage, and under the
+// consumers' load the consumers waited on the producers' conversions: docs/perf-notes.md,
+// "Versions", producers convert windows as one flat array.)
 template <class Mode, mma::Round kRound, int kThreads>
 __device__ void convert_window_as(typename Mode::Word* slot, int units, int thread) {
   constexpr int kMaxUnits = (kSlotElems / 4 + kThreads - 1) / kThreads;

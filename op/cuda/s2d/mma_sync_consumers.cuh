@@ -43,8 +43,8 @@ template <class Mode, int kNT>
 constexpr uint32_t kTapBytesOf = uint32_t(Mode::kWgBlocks) * kTapBlockBytes<kNT>;
 
 // bf16x3's three products into an accumulator depend on each other. CUDA 12+'s ptxas interleaves
-// the accumulators' chains; CUDA 11.8's left 215 NOPs between them in a stage's loop (0.90 ms
-// against 0.60 as sm_86, perf-notes, "CUDA 11.8"), so there the source issues each product term
+// the accumulators' chains; CUDA 11.8's left 215 NOPs between them in a stage's loop, measured
+// slower (docs/perf-notes.md, "CUDA 11.8"), so there the source issues each product term
 // for every accumulator before the next term (the same order of terms per accumulator).
 #if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ < 12
 constexpr bool kTermsOuter = true;
@@ -140,9 +140,9 @@ struct TeamTurns {
 // Consumer warps: per tile, its three stages into the accumulators, then the store (unless the
 // producers voted the tile exact: they store it themselves, TileVotes). A team's warp w owns tile
 // pixels 16 kMT w .. 16 kMT (w + 1) - 1 and the CTA's kNT n-tiles. Two m-tiles a warp load each B
-// fragment once for both (ldmatrix wavefronts bound these kernels: perf-notes). Accumulators
-// start at the bias, or at zero where the weights come scaled (mma::Float32AsHalf: scaled back,
-// then biased, at the store).
+// fragment once for both (ldmatrix wavefronts bound these kernels: docs/perf-notes.md, "The
+// portable space-to-depth kernel"). Accumulators start at the bias, or at zero where the weights
+// come scaled (mma::Float32AsHalf: scaled back, then biased, at the store).
 template <class Mode, DType T, int kNT, int kMT, int kSlots, int kRecords>
 __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots>& ring, TeamTurns& turns,
                                  uint32_t slots, uint32_t b_all, const float* bias, uint16_t* staged, float unscale,

@@ -57,7 +57,7 @@ __device__ __forceinline__ Round prepare(const Problem& p, Ring<kSlots>& ring, u
   const bool any_infinite = __syncthreads_or(infinite_weight);
   // Every warp records the result before the roles part: with the result used by the
   // producers only, ptxas may give each role its own copy of the barrier (BAR.RED),
-  // the shape of build that hung (scripts/check_barriers.sh).
+  // the shape of build that hung (scripts/device/check_barriers.sh).
   if (tid % 32 == 0) ring.infinite_weights = any_infinite;
   return any_infinite ? Round::kTowardZero : Round::kNearest;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The python113 step of scripts/check_legacy.sh: the Python package built and its test suite
+# Usage: [ALEXCONV_INSTALL_LEGACY=1] bash scripts/legacy/legacy_python113.sh [pytest arguments]   (as root)
+# The python113 step of scripts/legacy/check_legacy.sh: the Python package built and its test suite
 # run on torch 1.13.1 (PyPI's cp39 wheel) with Python 3.9, in a Debian bullseye chroot (this
 # machine's Python is too new for torch 1.13, whose wheels stop at 3.10). Needs root.
 #
@@ -9,7 +10,7 @@
 # and cuDNN even for a CPU-only build, and the venv's nvidia-cudnn-cu11 (a torch dependency)
 # gives the cuDNN. The repository is bind-mounted at /alexconv; nothing is installed on the host.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 REPO=$PWD
 ROOT=${ALEXCONV_LEGACY_ROOT:-/opt/alexconv-legacy/bullseye}
 MIRROR=http://deb.debian.org/debian

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
+# Usage: [NVCC=...] [ARCHS="80 86 89 90"] [OUT_DIR=...] bash scripts/dev/build_cuda_harness.sh
 # Builds the standalone CUDA harness (tests/cuda_harness): the kernel objects compiled as
 # CMakeLists.txt compiles them for the library, linked with a torch-free driver program and
 # the static CUDA runtime, so the binary runs on any machine whose driver takes its CUDA version.
 #
-#   bash scripts/build_cuda_harness.sh                     # CUDA 11.8 (Debian), sm_80/86/89/90
-#   NVCC=/usr/local/bin/nvcc ARCHS="80 86 89 90a" bash scripts/build_cuda_harness.sh   # CUDA 12+
+#   bash scripts/dev/build_cuda_harness.sh                     # CUDA 11.8 (Debian), sm_80/86/89/90
+#   NVCC=/usr/local/bin/nvcc ARCHS="80 86 89 90a" bash scripts/dev/build_cuda_harness.sh   # CUDA 12+
 #
 # NVCC   the compiler (default: Debian's CUDA 11.8, /usr/lib/nvidia-cuda-toolkit/bin/nvcc)
 # ARCHS  SASS targets, e.g. "80 86 89 90" or "80 86 89 90a" (sm_90a needs CUDA 12+). No PTX is
@@ -14,7 +15,7 @@
 # Output: build/cuda-harness-<nvcc release>/alexconv_cuda_harness (OUT_DIR overrides the folder);
 # objects and build logs (ptxas spill warnings) in its obj/.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NVCC=${NVCC:-/usr/lib/nvidia-cuda-toolkit/bin/nvcc}
 [[ -x $NVCC ]] || { echo "nvcc not found at $NVCC" >&2; exit 1; }
 release=$("$NVCC" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')

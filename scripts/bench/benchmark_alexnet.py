@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark_alexnet.py [--device cuda|cpu] [--batches ...] [--help]
 """Whole-model proof (issue 46, item 4): eager nn AlexNets vs the same networks after
 alexconv.convert, in one process, same weights, eval mode, no_grad.
 
@@ -9,8 +10,8 @@ import or --hidden shrinks the classifier; and the original AlexNet (96 channels
 alexconv.conv1_kernel names for conv1, top-1 agreement on random images (float32 must be 100%:
 the exit status is 1 otherwise) and max |logit diff| / max |logit|.
 
-    python scripts/benchmark_alexnet.py --json benchmarks/alexnet.json --markdown benchmarks/alexnet.md
-    python scripts/benchmark_alexnet.py --device cpu --batches 1 --agreement-images 2 --iters 1 --hidden 64
+    python scripts/bench/benchmark_alexnet.py --json benchmarks/alexnet.json --markdown benchmarks/alexnet.md
+    python scripts/bench/benchmark_alexnet.py --device cpu --batches 1 --agreement-images 2 --iters 1 --hidden 64
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import torch
 
 import alexconv
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load(path: Path, name: str):
@@ -61,7 +62,7 @@ def build_models(hidden: int) -> tuple[list[tuple[str, int, torch.nn.Module]], s
 
 
 def make_timer(args):
-    """Median ms of fn: as scripts/benchmark.py (do_bench, else CUDA events with L2 flush)."""
+    """Median ms of fn: as scripts/bench/benchmark.py (do_bench, else CUDA events with L2 flush)."""
     if args.device == "cpu":
         def cpu_timer(fn):
             fn()  # warm-up: first-call allocations and lazy init
@@ -77,7 +78,7 @@ def make_timer(args):
         return (lambda fn: do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median"),
                 "triton.testing.do_bench median (L2 flushed before every call)")
     except ImportError:
-        bench = load(REPO / "scripts" / "benchmark.py", "_benchmark")
+        bench = load(REPO / "scripts" / "bench" / "benchmark.py", "_benchmark")
         flush = torch.empty(bench.FLUSH_BYTES, dtype=torch.int8, device=args.device)
         return (lambda fn: bench.bench_events(fn, args.warmup_ms, args.rep_ms, flush),
                 "CUDA events median, 256 MB L2 flush before every call (excluded)")

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark_cpu.py [--batches ...] [--dtypes ...] [--threads ...] [--help]
 """Benchmark alexconv.conv1 on CPU against F.conv2d (oneDNN / ATen) in both layouts.
 
 For each batch and dtype, times alexconv and F.conv2d with NCHW and with channels_last input and
@@ -9,8 +10,8 @@ medianed again, as the CI machines are shared; glibc's allocator warmed up first
 alexconv.conv1_kernel names for each dtype, the load average before and after, and a table with
 each alexconv layout's ratio to the best F.conv2d layout of the same dtype (> 1: alexconv faster).
 
-    python scripts/benchmark_cpu.py
-    python scripts/benchmark_cpu.py --batches 1 8 32 --dtypes float32 bfloat16 --threads 2 --json out.json
+    python scripts/bench/benchmark_cpu.py
+    python scripts/bench/benchmark_cpu.py --batches 1 8 32 --dtypes float32 bfloat16 --threads 2 --json out.json
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
+# Usage: ncu [options] python3 scripts/device/profile_kernel.py [fp32|tf32|fp16|bf16 ...] [--batch N] [--size N]
 """Runs alexconv.conv1 twice per mode (a warm-up, then the profiled call): a target for ncu.
 
     ncu --clock-control none --kernel-name regex:igemm --launch-skip 1 \
-        python scripts/profile_kernel.py fp32 [--batch 256] [--size 224]
+        python scripts/device/profile_kernel.py fp32 [--batch 256] [--size 224]
 """
 
 import argparse

@@ -1,6 +1,7 @@
+# Usage: python3 scripts/bench/latency_probe.py   (a CUDA GPU)
 """Splits batch-1 latency into GPU kernel time and per-call host overhead.
 
-    python scripts/latency_probe.py
+    python scripts/bench/latency_probe.py
 
 Times (a) one call at a time with CUDA events (what do_bench sees), (b) 200 calls
 back to back (the GPU queue stays full, so host overhead hides), and (c) a CUDA

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/dev/check_kernel_resources.py [--cuda 11] PTXAS_LOG
 """Every CUDA kernel's resources, per target, from ptxas's -v report (the compile check builds
 with it): registers, spills, stack. Fails on a spill no entry of the toolkit's list allows
 (KNOWN_SPILLS for CUDA 12+, KNOWN_SPILLS_CUDA11 for CUDA 11.8's ptxas), and on a kernel whose
 report is missing.
 
-    python3 scripts/check_kernel_resources.py build/cuda-compile-check/ptxas.log
-    python3 scripts/check_kernel_resources.py --cuda 11 build/legacy-cuda118/ptxas.log
+    python3 scripts/dev/check_kernel_resources.py build/cuda-compile-check/ptxas.log
+    python3 scripts/dev/check_kernel_resources.py --cuda 11 build/legacy-cuda118/ptxas.log
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ KNOWN_SPILLS = {
     ("mma6Bf16x3ELNS0_5DTypeE0ELi6ENS2_8FitShapeILi3ELi2ELi3ELi352EEE", "sm_80"): 4,
 }
 
-# CUDA 11.8's ptxas (scripts/check_legacy.sh cuda118: sm_80, 86, 89, 90), measured on an H200 by
-# the 11.8-built harness against the CUDA 13 build (scripts/compare_toolkits.py,
+# CUDA 11.8's ptxas (scripts/legacy/check_legacy.sh cuda118: sm_80, 86, 89, 90), measured on an H200 by
+# the 11.8-built harness against the CUDA 13 build (scripts/bench/compare_toolkits.py,
 # benchmarks/h200-toolkits.json).
 KNOWN_SPILLS_CUDA11 = {
     # The portable space-to-depth kernel's bf16x3 fit for 99 KB (Thirds: warps of three m-tiles),

@@ -1,7 +1,8 @@
+# Usage: compute-sanitizer --tool TOOL python3 scripts/device/sanitize_cases.py [--many-tiles|--long-runs]
 """Small CUDA cases for compute-sanitizer: ragged sizes, batch 1 and 3, every dtype and mode.
 
-    compute-sanitizer --tool memcheck python scripts/sanitize_cases.py
-    compute-sanitizer --tool racecheck python scripts/sanitize_cases.py --many-tiles
+    compute-sanitizer --tool memcheck python scripts/device/sanitize_cases.py
+    compute-sanitizer --tool racecheck python scripts/device/sanitize_cases.py --many-tiles
 
 --many-tiles runs larger cases instead, with more tiles than a GPU has multiprocessors,
 so the persistent kernels' CTAs take several tiles each and, where the space-to-depth

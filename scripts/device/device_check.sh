@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/device/device_check.sh [STEP ...]   (steps below)
 # The one-call GPU check: build with CUDA, run the whole test suite (GPU tests
 # included), compute-sanitizer on small cases, and the benchmark; a short table last.
 #
-#   bash scripts/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
+#   bash scripts/device/device_check.sh [build] [test] [forced] [emulate] [sanitize] [bench] [benchfull]
 #                                [profile] [ceiling] [floor] [operands] [mma-ceiling] [harness] [deploy]
 #                                [distributed]
 #   (default: build test forced emulate sanitize bench; sanitize = sanitize-a + -b + -c;
@@ -23,7 +24,7 @@
 #
 # Logs go to $OUT (the device tool's folder) or build/device-check.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-build/device-check}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
@@ -63,7 +64,7 @@ for step in "${steps[@]}"; do
       find op -type f -exec touch {} +
       run_step build python3 -m pip install --no-build-isolation --no-deps -v -e . || break
       grep -E "spill|stack frame" "$OUT/build.log" | sort | uniq -c | head
-      run_step barriers bash scripts/check_barriers.sh || break ;;
+      run_step barriers bash scripts/device/check_barriers.sh || break ;;
     savelib)
       python3 -c "import alexconv, alexconv._build_info as b; print(alexconv.library_path()); print(b.__file__)" |
         xargs -I{} cp {} "$OUT/" ;;
@@ -119,13 +120,13 @@ for step in "${steps[@]}"; do
         uncached "$tool"
         if [[ $kernel == *@as-* ]]; then  # a kernel forced while planning as another GPU class
           ALEXCONV_CUDA_KERNEL=${kernel%@*} ALEXCONV_EMULATE_DEVICE=${kernel#*@as-} run_step "sanitizer-$tool-$kernel" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/device/sanitize_cases.py
         elif [[ $kernel == as-* ]]; then
           ALEXCONV_EMULATE_DEVICE=${kernel#as-} run_step "sanitizer-$tool-$kernel" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/device/sanitize_cases.py
         else
           ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/device/sanitize_cases.py
         fi
       done
       # Several tiles per CTA: the space-to-depth kernel's two accumulator sets (TMA and
@@ -138,12 +139,12 @@ for step in "${steps[@]}"; do
           IFS=: read -r tool kernel cases <<< "$run"
           uncached "$tool"
           ALEXCONV_CUDA_KERNEL=$kernel run_step "sanitizer-$tool-$kernel-$cases" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/sanitize_cases.py "--$cases"
+            compute-sanitizer --tool "$tool" --error-exitcode 1 python3 scripts/device/sanitize_cases.py "--$cases"
         done
       fi
       unset PYTORCH_NO_CUDA_MEMORY_CACHING ;;
-    bench) run_step benchmark python3 scripts/benchmark.py --quick --emulate $EMULATED --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
-    benchfull) run_step benchmark-full python3 scripts/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    bench) run_step benchmark python3 scripts/bench/benchmark.py --quick --emulate $EMULATED --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
+    benchfull) run_step benchmark-full python3 scripts/bench/benchmark.py --sizes 224 227 256 512 --json "$OUT/bench.json" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" ;;
     profile)
       # Hardware counters for one mode's kernel (PROFILE_MODE, default fp32; PROFILE_BATCH,
       # default 256), plus per-SASS-instruction stall samples (CSV) to read back on the CPU machine.
@@ -153,10 +154,10 @@ for step in "${steps[@]}"; do
       run_step "ncu-summary-$mode-b$batch" ncu --clock-control none --kernel-name "$kernels" --launch-skip 1 \
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section WarpStateStats --section SchedulerStats --section InstructionStats \
-        --section MemoryWorkloadAnalysis python3 scripts/profile_kernel.py "$mode" --batch "$batch"
+        --section MemoryWorkloadAnalysis python3 scripts/device/profile_kernel.py "$mode" --batch "$batch"
       ncu --clock-control none --kernel-name "$kernels" --launch-skip 1 --launch-count 1 \
         --section SourceCounters --page source --print-source sass --csv \
-        python3 scripts/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
+        python3 scripts/device/profile_kernel.py "$mode" --batch "$batch" > "$OUT/ncu-source-$mode-b$batch.csv" 2>&1 ;;
     ceiling|floor|operands|mma-ceiling)
       # Microbenchmarks without the kernels around them (benchmarks/micro): the wgmma
       # instruction's own ceiling, the floor of any wgmma design of the layer, the
@@ -176,7 +177,7 @@ for step in "${steps[@]}"; do
       # The kernels without torch, launched by tests/cuda_harness on every path this GPU and the
       # emulated 8.0 / 8.6 classes take, every element against a float64 CPU reference. The CUDA
       # 11.8 binary (static runtime) cannot be built here (this machine's nvcc is CUDA 13):
-      # scripts/build_cuda_harness.sh builds it on the CPU machine, the device call carries it.
+      # scripts/dev/build_cuda_harness.sh builds it on the CPU machine, the device call carries it.
       # HARNESS_BIN: another carried build instead, e.g. build/cuda-harness-13 (nvcc 13 with 90a:
       # the Hopper kernels too, which CUDA 11.8 cannot build) -- the quick way to check and time
       # a kernel experiment without building the torch extension here.
@@ -188,7 +189,7 @@ for step in "${steps[@]}"; do
         if [[ ${HARNESS_TIME:-0} == 1 ]]; then run_step "time-$tag" "$bin" --time ${HARNESS_TIME_ARGS:-}; fi
       else
         run_step "$tag" bash -c "echo 'no $bin: build it on the CPU machine with \
-bash scripts/build_cuda_harness.sh and carry its folder'; exit 1"
+bash scripts/dev/build_cuda_harness.sh and carry its folder'; exit 1"
       fi
       # The same harness from this machine's nvcc, by default for this GPU's class only (9.0a on
       # Hopper: the wgmma and space-to-depth kernels too).
@@ -196,7 +197,7 @@ bash scripts/build_cuda_harness.sh and carry its folder'; exit 1"
         cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
         [[ $cc == 90 ]] && cc=90a
         OUT_DIR=build/cuda-harness-device NVCC=$(command -v nvcc) ARCHS=${HARNESS_ARCHS:-$cc} \
-          run_step harness-build bash scripts/build_cuda_harness.sh &&
+          run_step harness-build bash scripts/dev/build_cuda_harness.sh &&
           run_step harness-device-nvcc build/cuda-harness-device/alexconv_cuda_harness ${HARNESS_ARGS:-}
       fi ;;
     deploy)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: bash scripts/dev/check_wheel.sh   (after scripts/install.sh)
 # The wheel route (README "Building"): builds the wheel as the README says, installs it into a
 # fresh virtual environment and runs the op, alexconv-export's module and the C++ demo from it.
 # Seconds after scripts/install.sh: the wheel reuses the editable build's CMake folder
@@ -7,7 +8,7 @@
 # the wheel's alexconv, not this environment's.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 dir=build/wheel-check
 rm -rf "$dir"
 mkdir -p "$dir"

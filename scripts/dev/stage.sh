@@ -1,4 +1,5 @@
-# Sourced by scripts/install.sh, test.sh and check_wheel.sh: one line per stage, with its time.
+# Usage: source scripts/dev/stage.sh; stage NAME "what it does (how long)" COMMAND...
+# Sourced by scripts/install.sh and scripts/test.sh: one line per stage, with its time.
 #   stage NAME "what it does (how long it takes)" COMMAND...
 # The command's output goes to build/logs/NAME.log; where it fails, the end of that log is
 # shown and the script exits with the command's status.

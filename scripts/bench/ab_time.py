@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Times alexconv builds against each other (scripts/ab_builds.sh builds them).
+# Usage: python3 scripts/bench/ab_time.py --cases MODE:SIZE:BATCH ... NAME=LIBRARY ...
+"""Times alexconv builds against each other (scripts/bench/ab_builds.sh builds them).
 
 Every library registers the same TORCH_LIBRARY, so each (round, variant) runs in a process of
 its own; the rounds alternate the variants so that all of them see the same clock and power
 state. Per case: fresh torch.rand input and nn.Conv2d-initialised weights, the error against an
 fp64 reference (its first 8 images: an fp64 convolution of a whole batch takes seconds), and
-the median time (scripts/benchmark.py's timer: triton's do_bench where importable, else CUDA
+the median time (scripts/bench/benchmark.py's timer: triton's do_bench where importable, else CUDA
 events); the table keeps the best median over rounds.
 
-    python scripts/ab_time.py --cases fp32:224:256 fp16:224:8:cl base=build/a/libalexconv.so new=...
+    python scripts/bench/ab_time.py --cases fp32:224:256 fp16:224:8:cl base=build/a/libalexconv.so new=...
 
 A case is mode:size:batch, with :cl appended for a channels_last input (and output), :wcl
 for an NCHW input with a channels_last weight (and output).
@@ -31,7 +32,7 @@ def run_worker(library: str, cases: list[str]) -> list[dict]:
     from torch import nn
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from benchmark import accuracy, make_timer  # noqa: E402  (scripts/ is not a package)
+    from benchmark import accuracy, make_timer  # noqa: E402  (scripts/bench/ is not a package)
 
     timer, _ = make_timer(argparse.Namespace(timer="auto", cold_l2=False, warmup_ms=25.0, rep_ms=200.0))
     torch.ops.load_library(library)

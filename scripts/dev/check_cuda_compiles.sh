@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_SKIP_CUDA_CHECK=1] bash scripts/dev/check_cuda_compiles.sh
 # Compile-only check of the CUDA kernels where torch has no CUDA: the .cu files
 # include no torch headers, so nvcc and the CUDA toolkit suffice. Skipped with a
 # message when nvcc is absent or ALEXCONV_SKIP_CUDA_CHECK=1, except under CI (CI=true),
@@ -7,7 +8,7 @@
 # asked (ALEXCONV_CUDA_CHECK=1) or when op/ changed.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 if [[ "${ALEXCONV_SKIP_CUDA_CHECK:-}" == "1" ]]; then
   if [[ "${CI:-}" == "true" ]]; then
     echo "== ALEXCONV_SKIP_CUDA_CHECK=1 ignored: CI always runs the CUDA compile check"
@@ -27,7 +28,7 @@ echo "   compile-only, no GPU needed; about 5 minutes on 2 cores: every kernel's
 [[ "${CI:-}" == "true" ]] || echo "   Skip it with ALEXCONV_SKIP_CUDA_CHECK=1 (CI never skips it)."
 SECONDS=0
 # The nvcc found above, by path: CMake's own search may prefer another toolkit (a Debian CUDA 11.8
-# in /usr/bin, say; scripts/check_legacy.sh checks that one).
+# in /usr/bin, say; scripts/legacy/check_legacy.sh checks that one).
 cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_CUDA_COMPILE_CHECK=ON \
   -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
   -DALEXCONV_BUILD_DEMO=OFF -DPython3_EXECUTABLE="$(command -v "$PYTHON")" > build/cuda-compile-check.log 2>&1 \
@@ -35,7 +36,7 @@ cmake -S . -B build/cuda-compile-check -G Ninja -DALEXCONV_CUDA=OFF -DALEXCONV_C
 # ptxas -v reports every kernel (hundreds of lines): kept in the log, summarised below.
 cmake --build build/cuda-compile-check --target alexconv_cuda_kernels --clean-first \
   > build/cuda-compile-check/ptxas.log 2>&1 || { tail -n 60 build/cuda-compile-check/ptxas.log; exit 1; }
-"$PYTHON" scripts/check_kernel_resources.py build/cuda-compile-check/ptxas.log
+"$PYTHON" scripts/dev/check_kernel_resources.py build/cuda-compile-check/ptxas.log
 # The wgmma and mma.sync microbenchmarks (benchmarks/micro) share the kernels' arch headers:
 # built too, so that they keep compiling as the headers change.
 for micro in wgmma_ceiling mma_sync_ceiling; do
@@ -47,7 +48,7 @@ echo "== wgmma and mma.sync microbenchmarks compile"
 # reference and judge; --self-test checks those on the CPU. One target is enough for that (it
 # launches no kernel): about a minute and a half more.
 harness_dir=build/cuda-harness-ci
-OUT_DIR=$harness_dir NVCC="$(command -v nvcc)" ARCHS=80 bash scripts/build_cuda_harness.sh > build/cuda-harness-ci.log 2>&1 \
+OUT_DIR=$harness_dir NVCC="$(command -v nvcc)" ARCHS=80 bash scripts/dev/build_cuda_harness.sh > build/cuda-harness-ci.log 2>&1 \
   || { tail -n 40 build/cuda-harness-ci.log; exit 1; }
 "$harness_dir/alexconv_cuda_harness" --self-test > "$harness_dir/self-test.log" 2>&1 \
   || { grep -v "^ok" "$harness_dir/self-test.log" | tail -n 40; exit 1; }

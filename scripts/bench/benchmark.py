@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/benchmark.py [--quick] [--sizes ...] [--emulate 8.0 8.6 7.5] [--help]
 """Benchmark alexconv.conv1 against cuDNN and torch.compile, side by side, in one process.
 
 The op is AlexNet's first layer: F.conv2d(x, w, b, stride=4, padding=2), x [N,3,H,W], w [96,3,11,11].
@@ -6,9 +7,9 @@ Every contender sees the same seeded weights and the same torch.rand input per (
 is measured once per contender against an fp64 GPU reference computed from the fp32 master copies, so
 fp16/bf16 errors include input/output rounding.
 
-    python scripts/benchmark.py --quick
-    python scripts/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/latest.md
-    python scripts/benchmark.py --quick --out-channels 64 --relu   # torchvision's AlexNet's conv1 + ReLU
+    python scripts/bench/benchmark.py --quick
+    python scripts/bench/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/latest.md
+    python scripts/bench/benchmark.py --quick --out-channels 64 --relu   # torchvision's AlexNet's conv1 + ReLU
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 C_IN, C_OUT, K, STRIDE, PAD = 3, 96, 11, 4, 2
 BASELINE = "nn.Conv2d default"
 FLUSH_BYTES = 256 * 2**20  # larger than H100/H200 L2 (50-60 MB), as in KernelBench / triton do_bench

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
+# Usage: python3 scripts/bench/compare_toolkits.py --build NAME=HARNESS --build NAME=HARNESS [--json F]
 """Two toolkits' builds of the kernels side by side on one GPU, with nn.Conv2d in the same run.
 
-    python3 scripts/compare_toolkits.py --build 11.8=build/h118/alexconv_cuda_harness \
+    python3 scripts/bench/compare_toolkits.py --build 11.8=build/h118/alexconv_cuda_harness \
         --build 13.0=build/h13/alexconv_cuda_harness [--shape 256:nchw --shape 128:nhwc] \
         [--json benchmarks/h200-toolkits.json]
 
-Each build is the torch-free harness (scripts/build_cuda_harness.sh: CUDA 11.8 for sm_90, CUDA 13
+Each build is the torch-free harness (scripts/dev/build_cuda_harness.sh: CUDA 11.8 for sm_90, CUDA 13
 for sm_90a), whose `--time` times every launch path each GPU class plans (natively and as 8.0 /
 8.6) at 224x224, cold L2, median of 20. Per shape, class and mode the table gives each build's
 fastest path (the one `auto` takes there; test_dispatch.py pins auto's rules) and the ratio to

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
+# Usage: [ALEXCONV_INSTALL_LEGACY=1] bash scripts/legacy/check_legacy.sh [cuda118] [libtorch113] [python113]
 # Checks against the oldest stack we support (issue 45: PyTorch 1.13 with CUDA 11.8).
 #
-#   bash scripts/check_legacy.sh [cuda118] [libtorch113] [python113]     (default: cuda118 libtorch113)
-#   bash scripts/legacy_python113.sh [pytest arguments]                  (python113 alone)
+#   bash scripts/legacy/check_legacy.sh [cuda118] [libtorch113] [python113]     (default: cuda118 libtorch113)
+#   bash scripts/legacy/legacy_python113.sh [pytest arguments]                  (python113 alone)
 #
 # cuda118: every CUDA kernel compiled with nvcc 11.8 for sm_80, sm_86, sm_89 and sm_90 with the
 #   flags a CMake build passes (line info included: CUDA 11.8's ptxas once crashed on it; CUDA 11.8
 #   has no sm_90a: its Hopper build runs the portable kernels; CMakeLists.txt drops 9.0a for nvcc
 #   < 12 the same way), then each kernel's registers and spills as CUDA 11.8's own ptxas reports
-#   them, judged against CUDA 11's list (scripts/check_kernel_resources.py --cuda 11). 4 minutes
+#   them, judged against CUDA 11's list (scripts/dev/check_kernel_resources.py --cuda 11). 4 minutes
 #   on 2 cores.
 # libtorch113: the library, alexconv_demo and alexconv_script_model built against libtorch 1.13.1
 #   (PyPI's cp310 wheel: headers, CMake package and libraries; pre-C++11 ABI) and run on CPU: a
@@ -16,17 +17,17 @@
 #   float64 (float32 and bfloat16). 64 s on 2 cores, plus 25 s to download and unpack the wheels
 #   the first time (1.4 GB, cached).
 # python113: the Python package built and its test suite run on torch 1.13.1 with Python 3.9, in a
-#   Debian bullseye chroot (scripts/legacy_python113.sh). Needs root; 6 minutes on 2 cores when it
+#   Debian bullseye chroot (scripts/legacy/legacy_python113.sh). Needs root; 6 minutes on 2 cores when it
 #   creates the chroot too (debootstrap and CUDA 11.2 for torch's CMake: 3 of them), 2-3 after.
 #
 # Tools: nvcc 11.8 is Debian's nvidia-cuda-toolkit (bookworm contrib/non-free; it needs g++-11).
 # torch 1.13's CMake package insists on a CUDA toolkit and cuDNN even for a CPU-only build
 # (Caffe2Config.cmake): the Debian toolkit, and the headers of PyPI's nvidia-cudnn-cu11 wheel.
-#   ALEXCONV_INSTALL_LEGACY=1 bash scripts/check_legacy.sh   installs what is missing (as root).
+#   ALEXCONV_INSTALL_LEGACY=1 bash scripts/legacy/check_legacy.sh   installs what is missing (as root).
 # A missing tool fails the check, it never skips. Downloads are cached (sha256-checked) in
 # $ALEXCONV_LEGACY_CACHE (default ~/.cache/alexconv-legacy), outside the repository.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 PYTHON=${PYTHON:-python3}
 NVCC118=${NVCC118:-/usr/lib/nvidia-cuda-toolkit/bin/nvcc}
 CACHE=${ALEXCONV_LEGACY_CACHE:-$HOME/.cache/alexconv-legacy}
@@ -153,7 +154,7 @@ cuda118() {
   [[ $failed == 0 ]] || exit 1
   cat "${logs[@]}" > "$out/ptxas.log"  # not *.log: a rerun would read ptxas.log into itself
   # Registers and spills per target, each spill measured and listed for CUDA 11.8's ptxas.
-  "$PYTHON" scripts/check_kernel_resources.py --cuda 11 "$out/ptxas.log"
+  "$PYTHON" scripts/dev/check_kernel_resources.py --cuda 11 "$out/ptxas.log"
   echo "== CUDA 11.8 compile check passed in ${SECONDS} s"
 }
 
@@ -161,7 +162,7 @@ for step in "${steps[@]}"; do
   case $step in
     cuda118) cuda118 ;;
     libtorch113) libtorch113 ;;
-    python113) PYTHON=$PYTHON bash scripts/legacy_python113.sh ;;
+    python113) PYTHON=$PYTHON bash scripts/legacy/legacy_python113.sh ;;
     *) echo "unknown step $step (cuda118, libtorch113, python113)" >&2; exit 2 ;;
   esac
 done
