@@ -85,7 +85,24 @@ template <class Mode>
 struct HalfMagnitudes {
   uint32_t largest = 0;
   uint32_t float_bits = 0;
-  __device__ __forceinline__ void add(uint32_t word) { largest = __vmaxu2(largest, word & 0x7fff7fffu); }
+  __device__ __forceinline__ void add(uint32_t word) {
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ < 12 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // CUDA 11's __vmaxu2 splits the halves (two ANDs and two 32-bit maxima a word, then an OR),
+    // and its PTX has no max.u16x2. The magnitudes are non-negative fp16 or bf16 words, which
+    // order as their bits do, so the packed floating-point maximum keeps the same largest word;
+    // its .NaN form turns any NaN into the canonical 0x7fff, above both Inf and kLargeFloor as
+    // the NaN's own bits are, so vote() is unchanged. One instruction a word (ptxas 13: one
+    // three-input VHMNMX per two words, as CUDA 13's own build does with VIMNMX3.U16x2).
+    const uint32_t magnitude = word & 0x7fff7fffu;
+    if constexpr (Mode::kIsBf16) {
+      asm("max.NaN.bf16x2 %0, %0, %1;" : "+r"(largest) : "r"(magnitude));
+    } else {
+      asm("max.NaN.f16x2 %0, %0, %1;" : "+r"(largest) : "r"(magnitude));
+    }
+#else
+    largest = __vmaxu2(largest, word & 0x7fff7fffu);
+#endif
+  }
   __device__ __forceinline__ uint32_t vote() const {
     constexpr uint32_t kInf = Mode::kIsBf16 ? 0x7f80u : 0x7c00u;
     constexpr uint32_t kLargeFloor = 0x1400u;  // 2^-10 in fp16
