@@ -21,6 +21,14 @@ NVCC=${NVCC:-/usr/lib/nvidia-cuda-toolkit/bin/nvcc}
 release=$("$NVCC" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
 major=${release%%.*}
 [[ -n $release ]] || { echo "cannot read the release of $NVCC" >&2; exit 1; }
+# Debian's nvcc 11.8 runs the ptxas PATH finds first (a newer toolkit's /usr/local/bin/ptxas
+# would assemble 11.8's PTX): its own directory and /usr/bin go first, and the ptxas found must
+# be the nvcc's release.
+if [[ $major -lt 12 ]]; then export PATH="$(dirname "$NVCC"):/usr/bin:$PATH"; fi
+ptxas_release=$( (command -v ptxas >/dev/null && ptxas --version) | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+if [[ $major -lt 12 && $ptxas_release != "$release" ]]; then
+  echo "ptxas on PATH is release ${ptxas_release:-none}, not nvcc's $release: $(command -v ptxas || true)" >&2; exit 1
+fi
 ARCHS=${ARCHS:-80 86 89 90}
 if [[ -z ${CCBIN+x} ]]; then CCBIN=$([[ $major -lt 12 ]] && echo g++-11 || echo ""); fi
 ccbin=(); [[ -n $CCBIN ]] && ccbin=(-ccbin "$CCBIN")

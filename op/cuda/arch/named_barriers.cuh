@@ -7,11 +7,18 @@ namespace alexconv {
 namespace cuda {
 
 enum NamedBarrier : int {
-  kCtaBarrier = 0,          // __syncthreads(): every thread of the CTA
-  kFirstConsumerGroup = 1,  // 1, 2, 3: the consumer warps of tile pixels 64g.. staging their epilogue (g = id - 1)
-  kProducerWarps4 = 4,      // the producer warps converting a shared window
+  kCtaBarrier = 0,      // __syncthreads(): every thread of the CTA
+  kEpilogueGroup0 = 1,  // the consumer warps of tile pixels 0-63 staging their epilogue
+  kEpilogueGroup1 = 2,  // ... of tile pixels 64-127
+  kEpilogueGroup2 = 3,  // ... of tile pixels 128-191
+  kProducerWarps4 = 4,  // the producer warps converting a shared window
 };
 constexpr int kNamedBarriersUsed = 5;
+static_assert(kEpilogueGroup1 == kEpilogueGroup0 + 1 && kEpilogueGroup2 == kEpilogueGroup0 + 2,
+              "epilogue groups take consecutive ids (epilogue_group_barrier)");
+
+// The barrier of epilogue group g (0-2: tile pixels 64 g .. 64 g + 63).
+__device__ __forceinline__ int epilogue_group_barrier(int group) { return kEpilogueGroup0 + group; }
 static_assert(kNamedBarriersUsed <= 16, "a CTA has 16 hardware barriers");
 
 // Waits at barrier `id` until kThreads threads (whole warps) have arrived.

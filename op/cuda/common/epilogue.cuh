@@ -184,7 +184,7 @@ template <int kMT>
 struct StagedGroups {
   static_assert(kMT == 1 || kMT == 2, "16 or 32 rows a warp");
   static constexpr int kWarps = 4 / kMT;
-  __device__ static void barrier(int group) { named_barrier_sync<32 * kWarps>(kFirstConsumerGroup + group); }
+  __device__ static void barrier(int group) { named_barrier_sync<32 * kWarps>(epilogue_group_barrier(group)); }
 };
 
 // 16-bit channels-last outputs (Problem::out_pixel_major) need no transpose, only

@@ -43,7 +43,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
   restart();
   const uint32_t padding = padding_cols<Mode>(lane & 3);
   while (at.valid(plan)) {
-    barrier_wait(&ring.full[pos.slot], pos.phase);
+    ring.consumer_wait(pos);
     __syncwarp();  // the warp-collective MMAs need the whole warp back together
     const typename Mode::Word* window = slots + pos.slot * kSlotElems;
     if constexpr (kWgmma) {
@@ -64,7 +64,7 @@ __device__ void consume(const Problem& p, const TilePlan& plan, const typename M
     // Read before the slot is released: the producers write its next tile's vote after.
     const bool exact =
         kScaled && last && TileVotes::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[pos.slot]));
-    barrier_arrive(&ring.empty[pos.slot]);
+    ring.consumer_release(pos);
     pos.advance();
     if (last && kScaled && !exact) {
       unscale_accumulators(acc, unscale);  // a power of two: exact

@@ -41,14 +41,14 @@ __device__ void issue_stage(const Problem& p, const void* window_map, const Tile
   if constexpr (kStaging == Staging::kTma) {
     constexpr bool kOwnWarp = kCopyWarp<Mode, kStaging>;
     if (at.valid(plan) && warp == (kOwnWarp ? kCopyWarpIndex : 0) && lane == 0) {
-      if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      if (wait_for_slot) ring.producer_acquire(pos);
       issue_window_tma(slots + pos.slot * kSlotElems, window_map, plan, at.tile, at.channel,
                        &ring.landed[pos.slot]);
-      if constexpr (kOwnWarp) barrier_arrive(&ring.full[pos.slot], 32);
+      if constexpr (kOwnWarp) ring.producer_commit(pos, 32);
     }
   } else {
     if (at.valid(plan)) {
-      if (wait_for_slot) barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      if (wait_for_slot) ring.producer_acquire(pos);
       issue_window_async<Mode, kStaging == Staging::kCopy16 ? 16 : 4>(
           slots + pos.slot * kSlotElems, p, at.tile, at.channel, int(plan.pitch), warp, lane);
     }
@@ -84,7 +84,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
   while (convert_at.valid(plan)) {
     typename Mode::Word* slot = slots + convert_pos.slot * kSlotElems;
     if constexpr (kTma) {
-      barrier_wait(&ring.landed[convert_pos.slot], convert_pos.phase);
+      ring.wait_landed(convert_pos);
     } else {
       copy_async_wait<F::kStages - 2>();  // this thread's copies of convert_at's window landed
       // Any producer converts any unit: all of them wait for the others' copies.
@@ -93,7 +93,7 @@ __device__ void produce_async(const Problem& p, const void* window_map, const Ti
     convert_window<Mode, kConverters>(slot, convert_at.tile, pitch, warp, lane, round);
     // A later TMA copy overwrites what the conversion wrote.
     if constexpr (kTma && sizeof(typename Mode::Raw) == 4) fence_async_proxy();
-    barrier_arrive(&ring.full[convert_pos.slot]);
+    ring.producer_commit(convert_pos);
     convert_at.advance(plan);
     convert_pos.advance();
     if constexpr (!kOwnWarp) {
@@ -144,7 +144,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
     typename Mode::Word* slot = slots + pos.slot * kSlotElems;
     if constexpr (kUnits) {
       load_window_units(units, p, at.tile, at.channel, warp * 32 + lane);
-      barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      ring.producer_acquire(pos);
       top = fmaxf(top, store_window_units<Mode>(slot, units, at.tile, int(plan.pitch), warp * 32 + lane));
     } else {
       if constexpr (kGuarded) {
@@ -152,7 +152,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
         for (int i = 0; i < kLoadsPerThread; ++i) regs[i] = 0.f;  // past the window: not seen
       }
       load_window<Mode>(regs, p, at.tile, at.channel, warp, lane);
-      barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+      ring.producer_acquire(pos);
       store_window<Mode>(slot, regs, at.tile, int(plan.pitch), warp, lane, round);
       if constexpr (kGuarded) {
 #pragma unroll
@@ -169,7 +169,7 @@ __device__ void produce_registers(const Problem& p, const TilePlan& plan,
         exact = TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[pos.slot]));
       }
     }
-    barrier_arrive(&ring.full[pos.slot]);
+    ring.producer_commit(pos);
     if (exact) store_exact_tile<T, F>(p, plan, at.tile, warp * 32 + lane);
     at.advance(plan);
     pos.advance();

@@ -10,6 +10,7 @@
 #include "../arch/wgmma.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
 #include "tile_plan.h"
 
 namespace alexconv {
@@ -53,20 +54,22 @@ using Halves = FitShape<2, kStages>;
 using Quarters = FitShape<4, 2>;
 constexpr int kRawSlots = Whole::kRawSlots;
 
-// The ring's barriers, one set per window slot (common/ring.cuh walks the ring):
+// The ring's barriers, one set per window slot: the pipeline's (common/ring.cuh) --
 // `full` completes when every producer thread has arrived (the window is ready),
-// `empty` when every consumer thread has (the slot may be refilled), and `landed`
+// `empty` when every consumer thread has (the slot may be refilled) -- and `landed`,
 // when a TMA copy into the slot has delivered its bytes. Nothing else synchronises
 // the two roles, so copies, conversion, MMAs and epilogues of different stages overlap.
 // `votes`: for modes that guard float16's range (mma::Float32AsHalf), one byte per producer warp,
-// written before its last arrival on a tile's last `full`: what its lanes saw of the tile's
+// written before it commits a tile's last stage: what its lanes saw of the tile's
 // inputs (common/tile_votes.cuh), decoded for the whole tile by TileVotes::exact.
 template <int kSlots>
-struct RingBarriers {
-  uint64_t full[kSlots];
-  uint64_t empty[kSlots];
+struct RingBarriers : Pipeline<kSlots> {
   uint64_t landed[kSlots];
   uint32_t votes[kSlots];
+
+  __device__ __forceinline__ void wait_landed(const RingPos<kSlots>& pos) {
+    barrier_wait(&landed[pos.slot], pos.phase);
+  }
 };
 
 template <class Mode, class F = Whole>

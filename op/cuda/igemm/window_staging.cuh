@@ -126,13 +126,8 @@ __device__ void store_window(typename Mode::Word* slot,
 // issue_window_async's are) numbered row-major over its unit grid, unit u taken by producer
 // thread u % 128: at most kUnitsPerThread each (rows * pitch <= kSlotElems, pitch >= the grid's
 // width), all loaded before the first is stored. The element-wise path above costs ~40
-<<<<<<< HEAD
-// instructions per element in its walk (H100, ncu: twice fp16 Halves's instructions, 1.32 ms
-// against 0.40); a unit costs a few per 4 elements.
-=======
-// instructions per element in its walk, twice fp16 HalfN's, and was slower (docs/perf-notes.md,
+// instructions per element in its walk, twice fp16 Halves's, and was slower (docs/perf-notes.md,
 // "Portable kernels (sm_80-sm_89, 99 KB)"); a unit costs a few per 4 elements.
->>>>>>> scripts-layout
 constexpr int kUnitsPerThread = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
 
 struct WindowUnits {

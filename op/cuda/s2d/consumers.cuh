@@ -65,7 +65,7 @@ struct Consumer {
   __device__ __forceinline__ void stage(float (&acc)[kMTiles][mma::kNTiles][4], int base,
                                         int channel) {
     const uint32_t wv = uint32_t(plan.wv);
-    barrier_wait(&ring.full[pos.slot], pos.phase);
+    ring.consumer_wait(pos);
     __syncwarp();  // the warpgroup-collective MMAs need the whole warp back together
     // Records are K-major core-matrix rows: planes kPlaneBytes apart, 8 pixels 128 bytes.
     const uint32_t starts = wgmma::uniform_starts(
@@ -85,7 +85,7 @@ struct Consumer {
     wgmma::commit();
     if (in_flight >= 0) {
       wgmma::wait<1>();  // the previous stage's MMAs are done with its slot
-      barrier_arrive(&ring.empty[in_flight]);
+      ring.consumer_release(in_flight);
     }
     in_flight = pos.slot;
     pos.advance();
@@ -94,7 +94,7 @@ struct Consumer {
   __device__ __forceinline__ void drain(float (&acc)[kMTiles][mma::kNTiles][4]) {
     wgmma::wait<0>();
     wgmma::fence_accumulators(acc[0]);
-    barrier_arrive(&ring.empty[in_flight]);
+    ring.consumer_release(in_flight);
     in_flight = -1;
   }
   // A tile's three stages into acc, which starts at zero (accumulators set from loaded

@@ -135,6 +135,12 @@ constexpr int kMaxTeams = 3;
 struct TeamTurns {
   uint64_t handoff[kMaxTeams];  // team t has released its latest tile's stages up to the handoff
   uint64_t stored[kMaxTeams];   // team t's 16-bit epilogue of its latest tile is done (or skipped)
+
+  // `turn`: how many of team t's tiles the caller has waited for before (one phase per tile).
+  __device__ __forceinline__ void wait_handoff(int t, uint32_t turn) { barrier_wait(&handoff[t], turn & 1); }
+  __device__ __forceinline__ void hand_off(int t) { barrier_arrive(&handoff[t]); }
+  __device__ __forceinline__ void wait_stored(int t, uint32_t turn) { barrier_wait(&stored[t], turn & 1); }
+  __device__ __forceinline__ void mark_stored(int t) { barrier_arrive(&stored[t]); }
 };
 
 // Consumer warps: per tile, its three stages into the accumulators, then the store (unless the
@@ -185,11 +191,11 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
     } else {
       init_accumulators(acc, bias, lane & 3);
     }
-    if (kTeams > 1 && !first) barrier_wait(&turns.handoff[before], turn & 1);
+    if (kTeams > 1 && !first) turns.wait_handoff(before, turn);
     bool exact = false;
 #pragma unroll 1
     for (int channel = 0; channel < kInChannels; ++channel) {
-      barrier_wait(&ring.full[pos.slot], pos.phase);
+      ring.consumer_wait(pos);
       __syncwarp();  // ldmatrix and mma.sync need the whole warp back together
       multiply_stage<Mode, kNT, kMT, kRecords>(acc, slots + pos.slot * kSlotBytes + uint32_t(tile.base) * kRecordBytes + a_lane,
                                                b_lane + uint32_t(channel) * kTapSteps * kTapBytesOf<Mode, kNT>, uint32_t(plan.wv));
@@ -197,15 +203,15 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
       if (channel == kInChannels - 1) {
         exact = TileVotes::exact(*reinterpret_cast<const volatile uint32_t*>(&ring.votes[parity]));
       }
-      barrier_arrive(&ring.empty[pos.slot]);
+      ring.consumer_release(pos);
       pos.advance();
-      if (kTeams > 1 && !kStagedStores && channel == kHandoffAfter) barrier_arrive(&turns.handoff[team]);
+      if (kTeams > 1 && !kStagedStores && channel == kHandoffAfter) turns.hand_off(team);
     }
     parity ^= 1;
     if constexpr (kTeams > 1) {
       if constexpr (kStagedStores) {
-        if (!first) barrier_wait(&turns.stored[before], turn & 1);
-        barrier_arrive(&turns.handoff[team]);
+        if (!first) turns.wait_stored(before, turn);
+        turns.hand_off(team);
       }
       if (!first) ++turn;
       first = false;
@@ -223,7 +229,7 @@ __device__ void consume_mma_sync(const Problem& p, const Plan& plan, Ring<kSlots
         store_tile(acc, thread_rows<kMT>(plan, tile, p, warp, lane >> 2).out, p, lane & 3, p.out_pixel_major);
       }
     }
-    if constexpr (kTeams > 1 && kStagedStores) barrier_arrive(&turns.stored[team]);
+    if constexpr (kTeams > 1 && kStagedStores) turns.mark_stored(team);
   }
 }
 

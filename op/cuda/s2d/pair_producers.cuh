@@ -165,14 +165,14 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote_of<Mode>(votes), last, ring, warp, lane);
     // (No async-proxy fence, unlike s2d/producers.cuh: ldmatrix reads through the generic proxy.)
-    barrier_arrive(&ring.full[pos.slot]);
+    ring.producer_commit(pos);
     if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
     return at.valid(plan);
   };
   const auto slot_of = [&] {
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    ring.producer_acquire(pos);
     return slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
   };
   using Zero = std::integral_constant<int, 0>;

@@ -242,7 +242,7 @@ struct ExactTiles {
   template <DType T, int kSlots, int kChannels = int(kOutChannels)>
   __device__ void finish(Ring<kSlots>& ring, RingPos<kSlots> pos, const Problem& p,
                          const Plan& plan, int64_t tile_index, int thread) {
-    barrier_wait(&ring.full[pos.slot], pos.phase);  // every producer warp's byte is in
+    ring.consumer_wait(pos);  // every producer warp's byte is in
     if (TileVotes::exact(*reinterpret_cast<volatile uint32_t*>(&ring.votes[parity]))) {
 #if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ < 12
       // CUDA 11's front end gives a __grid_constant__ parameter whose address reaches a call a
@@ -278,7 +278,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
   while (at.valid(plan)) {
     const int t = opaque(thread);
     load_units<kUnits>(v, p, plan, at.tile, at.channel, t);
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    ring.producer_acquire(pos);
     unsigned char* slot = slots + pos.slot * kSlotBytesOf<Mode, kRecords>;
     const uint32_t vote = round == Round::kNearest
                               ? store_units<Mode, Round::kNearest, kUnits, kRecords>(slot, v, plan, t)
@@ -286,7 +286,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
     const bool last = at.channel == kInChannels - 1;
     exact.staged<Mode>(vote, last, ring, warp, lane);
     fence_async_proxy();  // the records were written through the generic proxy; wgmma reads them
-    barrier_arrive(&ring.full[pos.slot]);
+    ring.producer_commit(pos);
     if (last) exact.finish<T, kSlots, kChannels>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);
     pos.advance();
@@ -345,12 +345,12 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
       // The copy cursor is a tile ahead: its copy goes out once this tile is staged.
       if (first_of_copy && thread == 0 && copy.valid(plan)) copies.prefetch(p, plan, copy.tile);
     }
-    if (first_of_copy) barrier_wait(&ring.landed[raw_pos.slot], raw_pos.phase);
+    if (first_of_copy) ring.wait_landed(raw_pos);
     HalfMagnitudes<Mode> halves;
     uint4 record[kUnits];
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) record[k] = copies.record(stage, key[k], p, halves.float_bits);
-    barrier_wait(&ring.empty[pos.slot], pos.phase ^ 1);
+    ring.producer_acquire(pos);
     unsigned char* slot = slots + pos.slot * Staged<Mode>::kSlotBytes;
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) {
@@ -369,7 +369,7 @@ __device__ void produce_copied(const Problem& p, const Plan& plan, const Copies&
     fence_async_proxy();
     if (last_of_copy) producer_barrier();  // every producer is done with the window
     // The records are in: the consumers need not wait for the next copy's issue.
-    barrier_arrive(&ring.full[pos.slot]);
+    ring.producer_commit(pos);
     if (last_of_copy) issue_next();
     if (last) exact.finish<T>(ring, pos, p, plan, at.tile_index, thread);
     at.advance(plan);

@@ -11,6 +11,7 @@
 #include "../../conv1_geometry.h"
 #include "../common/epilogue.cuh"  // kMTiles
 #include "../common/operand_modes.cuh"
+#include "../common/ring.cuh"
 #include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
 #include "../common/tile_votes.cuh"
 #include "../common/warp_roles.h"
@@ -87,17 +88,21 @@ struct Staged {
 template <class Mode, int kRecords>
 constexpr int kSlotBytesOf = Staged<Mode>::kPlanes * kRecords * kRecordBytes;
 
-// full: every producer thread arrived (window staged); empty: every consumer
-// thread did (slot free). votes[tile parity]: what producer warp w staged into the
-// tile's windows (TileVotes), in byte w; written before the arrival on `full` of the
-// tile's last stage.
+// The window slots' pipeline (full: every producer thread arrived, the window is staged;
+// empty: every consumer thread did, the slot is free), then what the copy engine and the
+// range guard add. votes[tile parity]: what producer warp w staged into the tile's windows
+// (TileVotes), in byte w; written before the producers commit the tile's last stage.
 template <int kSlots>
-struct Ring {
-  uint64_t full[kSlots];
-  uint64_t empty[kSlots];
+struct Ring : Pipeline<kSlots> {
   uint64_t landed[2];  // copy-engine staging: raw slot r's copy has arrived
   uint32_t votes[2];   // byte w: producer warp w's TileVotes over a tile's windows
   uint32_t infinite_weights;  // the prologue's finding (see conv1_s2d_kernel)
+
+  // The copy into raw slot `raw.slot` has landed (a ring of one or two raw slots).
+  template <int kRawSlots>
+  __device__ __forceinline__ void wait_landed(const RingPos<kRawSlots>& raw) {
+    barrier_wait(&landed[raw.slot], raw.phase);
+  }
 };
 
 // Where a tile pixel lands: its output offset (-1: a virtual column or a row past
