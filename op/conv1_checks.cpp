@@ -102,4 +102,9 @@ at::Tensor conv1_empty_output(const at::Tensor& input, const at::Tensor& weight,
                                      conv1_output_memory_format(input, weight)));
 }
 
+at::Tensor conv1_in_output_format(const at::Tensor& y, const at::Tensor& input, const at::Tensor& weight) {
+  const c10::MemoryFormat format = conv1_output_memory_format(input, weight);
+  return y.is_contiguous(format) ? y : y.contiguous(format);
+}
+
 }  // namespace alexconv

@@ -432,24 +432,40 @@ bool aten_has_float16_convolution() {
   return has;
 }
 
+// Whether ATen has a float16 relu on CPU (torch 1.13 has none), probed once on one element.
+bool aten_has_float16_relu() {
+  static const bool has = [] {
+    try {
+      at::ones({1}, at::TensorOptions().dtype(at::kHalf)).relu_();
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
 // ATen's convolution, as nn.Conv2d reaches it (oneDNN where it applies), in the output memory
 // format the op promises; relu as a second pass, in place (at::relu_'s rule, which the
-// micro-kernel follows). float16 where ATen has no float16 convolution (only when forced:
-// ALEXCONV_CPU_KERNEL=aten): ATen's float32 convolution of the same values, rounded once.
+// micro-kernel follows). ATen allocates the output, the only one the call holds (as for
+// nn.Conv2d, issue 66): the caller allocates none for this path. float16 where ATen has no
+// float16 convolution (torch 1.13, only when forced: ALEXCONV_CPU_KERNEL=aten): ATen's float32
+// convolution of the same values, rounded once.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor out) {
+                      const c10::optional<at::Tensor>& bias, int64_t pad, bool relu) {
   at::Tensor y;
   if (input.scalar_type() == at::kHalf && !aten_has_float16_convolution()) {
     c10::optional<at::Tensor> bias_f;
     if (bias.has_value() && bias->defined()) bias_f = bias->to(at::kFloat);
-    y = out.copy_(aten_convolution(input.to(at::kFloat), weight.to(at::kFloat), bias_f, pad));
+    y = aten_convolution(input.to(at::kFloat), weight.to(at::kFloat), bias_f, pad).to(at::kHalf);
   } else {
     y = aten_convolution(input, weight, bias, pad);
   }
-  if (y.strides() != out.strides()) y = out.copy_(y);
+  y = conv1_in_output_format(y, input, weight);
   if (!relu) return y;
-  // float16 by at::relu's rule spelled out: torch 1.13 has no float16 relu on CPU.
-  return y.scalar_type() == at::kHalf ? y.masked_fill_(y.lt(0), 0) : y.relu_();
+  // float16 where ATen has no float16 relu on CPU (torch 1.13): at::relu's rule spelled out,
+  // through a mask of one byte per output element.
+  return y.scalar_type() == at::kHalf && !aten_has_float16_relu() ? y.masked_fill_(y.lt(0), 0) : y.relu_();
 }
 
 at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
@@ -457,9 +473,11 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
                      bool relu) {
   check_conv1_args(input, weight, bias, padding);
   const Path path = choose_path(input.scalar_type());
+  // The output is empty exactly where the batch is (the checks leave every other extent >= 1).
+  if (input.size(0) == 0) return conv1_empty_output(input, weight, padding);
+  // ATen's convolution allocates its own output: ours is allocated only for our kernels.
+  if (path == Path::kAten) return conv1_aten(input, weight, bias, padding, relu);
   at::Tensor out = conv1_empty_output(input, weight, padding);
-  if (out.numel() == 0) return out;
-  if (path == Path::kAten) return conv1_aten(input, weight, bias, padding, relu, out);
   const cpu::Kernel& kernel = kernel_for(path);
   switch (input.scalar_type()) {
     case at::kFloat: conv1_cpu_impl<float>(kernel, input, weight, bias, padding, relu, out); break;

@@ -31,18 +31,18 @@ cuda::DType to_kernel_dtype(at::ScalarType t) {
 // reaches it (cuDNN where it applies, with the same benchmark and deterministic flags, else
 // ATen's own kernels), but with TF32 by the op's own contract rather than the global flag,
 // and in the output memory format the op promises; relu as a second pass, in place
-// (at::relu_'s rule, which the kernels' fused epilogues follow).
+// (at::relu_'s rule, which the kernels' fused epilogues follow). ATen allocates the output
+// (and cuDNN its workspace), all the call holds, as for nn.Conv2d (issue 66): the caller holds
+// no output of its own for this path.
 at::Tensor conv1_aten(const at::Tensor& input, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad, bool relu,
-                      at::Tensor out) {
+                      const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t pad, bool relu) {
   const int64_t stride = kStride, dilation = 1;
   const at::Context& ctx = at::globalContext();
   at::Tensor y = at::_convolution(input, weight, bias, {stride, stride}, {pad, pad}, {dilation, dilation},
                                   /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
                                   ctx.benchmarkCuDNN(), ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(),
                                   ctx.userEnabledCuDNN(), allow_tf32);
-  // Unless ATen chose the format F.conv2d would, the output goes where the op promises.
-  if (y.strides() != out.strides()) y = out.copy_(y);
+  y = conv1_in_output_format(y, input, weight);
   return relu ? y.relu_() : y;
 }
 
@@ -88,16 +88,23 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
                       bool relu) {
   check_conv1_args(input, weight, bias, padding);
   const c10::cuda::CUDAGuard guard(input.device());
-  at::Tensor out = conv1_empty_output(input, weight, padding);
-  if (out.numel() == 0) return out;
+  // The output is empty exactly where the batch is (the checks leave every other extent >= 1).
+  if (input.size(0) == 0) return conv1_empty_output(input, weight, padding);
   // Our kernel where one is built for the call's geometry and can run it (relu in its
-  // epilogue), else ATen's.
+  // epilogue), else ATen's, which allocates its own output: ours is allocated only where
+  // one of our kernels may run.
   if (!cuda::kernels_cover(weight.size(0), padding)) {
-    return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
+    return conv1_aten(input, weight, bias, allow_tf32, padding, relu);
   }
+  at::Tensor out = conv1_empty_output(input, weight, padding);
   const cuda::LaunchPlan plan =
       cuda::plan_call(make_problem(input, weight, bias, allow_tf32, relu, out), current_device());
-  if (plan.kernel == cuda::Kernel::kAten) return conv1_aten(input, weight, bias, allow_tf32, padding, relu, out);
+  if (plan.kernel == cuda::Kernel::kAten) {
+    // The plan read `out`'s strides and alignment; unwritten, it goes back to the caching
+    // allocator before ATen allocates its own output (the same block), so the call holds one.
+    out.reset();
+    return conv1_aten(input, weight, bias, allow_tf32, padding, relu);
+  }
   C10_CUDA_CHECK(cuda::launch(plan, at::cuda::getCurrentCUDAStream()));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
