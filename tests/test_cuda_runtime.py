@@ -218,7 +218,7 @@ def test_every_path_at_ragged_sizes(dtype, allow_tf32, h, w):
 
 
 # Rows whose W stride is not a multiple of 16 bytes (227: TMA cannot cut them) reach the
-# space-to-depth kernel as one bulk copy of each window's rows (op/cuda/s2d/copies.cuh,
+# space-to-depth kernel as one bulk copy of each window's rows (op/cuda/s2d/copies_sm90.cuh,
 # SpanCopies): read at 2-byte alignment, padding masked, and the input's last elements
 # past its last 16-byte boundary stored by the copying thread (contiguous batch 1 and 3:
 # the input ends 6 and 2 bytes past one in 16 bits, 12 and 4 in float32; batch 8 ends on

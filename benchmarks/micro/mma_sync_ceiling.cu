@@ -4,7 +4,7 @@
 // float32 accumulators
 //   - from registers, 8 independent accumulators a warp, 4-16 warps per SM: the instruction's
 //     own rate;
-//   - in s2d_mma_sync's loop (mma_sync_consumers.cuh): per tap, one ldmatrix.x4 of A per m-tile
+//   - in s2d_mma_sync's loop (consumers_sm80.cuh): per tap, one ldmatrix.x4 of A per m-tile
 //     (16 consecutive 16-byte records per plane, shifted by dy * wv + dx), one of B per two
 //     n-tiles, then kMT x kNT MMAs -- with nothing else (no producers, ring, epilogue): the
 //     fits Halves (6 warps x 2 m-tiles x 6 n-tiles), Halves with its taps split over 12 warps,
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads, 1) registers_kernel(int warps, int i
   sink[blockIdx.x * kThreads + threadIdx.x] = s;
 }
 
-// The consumer loop of mma_sync_consumers.cuh (multiply_taps), kTapsPerWarp taps a tile, over
+// The consumer loop of consumers_sm80.cuh (multiply_taps), kTapsPerWarp taps a tile, over
 // `tiles` tiles, on the first `warps` warps. kProducts 3: the bf16x3 shape (hi and lo of A and
 // B loaded, three MMAs per product; fp16 numbers, bf16's rate is the same).
 template <int kMT, int kNT, int kProducts>

@@ -74,7 +74,7 @@ stamp="$obj_dir/kernel-flags.txt"
 flags_now="$NVCC ${kflags[*]}"
 rebuild=${FORCE:-0}
 [[ -f $stamp && $(cat "$stamp") == "$flags_now" ]] || rebuild=1
-kernels=(op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu op/cuda/s2d/s2d_mma_sync.cu)
+kernels=(op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu op/cuda/s2d_mma_sync/s2d_mma_sync.cu)
 objs=()
 for src in "${kernels[@]}"; do
   obj="$obj_dir/$(basename "$src" .cu).o"

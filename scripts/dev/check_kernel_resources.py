@@ -33,7 +33,7 @@ KNOWN_SPILLS = {
     ("mma4HalfILb0EEELNS0_5DTypeE1ELb0ELNS0_7StagingE5ENS1_8FitShapeILi1ELi3E", "sm_90a"): 16,
     ("mma4HalfILb1EEELNS0_5DTypeE2ELb0ELNS0_7StagingE5ENS1_8FitShapeILi1ELi3E", "sm_90a"): 16,
     # The portable space-to-depth kernel's 99 KB fit with column-pair staging (FitShape<2, 3, 2, 384>,
-    # Staging kPairs), 16-bit: the producers' third register set of loads in flight (s2d/pair_producers.cuh)
+    # Staging kPairs), 16-bit: the producers' third register set of loads in flight (s2d_mma_sync/pair_producers.cuh)
     # costs 4 bytes on sm_86-sm_90a and 28 on sm_80 (whose GPUs take the Whole fit) -- and made it
     # 5% faster (H100 as sm_86, fp16 0.321 -> 0.304 ms, with the spill).
     ("8FitShapeILi2ELi3ELi2ELi384EEELNS0_7StagingE7E", "sm_80"): 28,

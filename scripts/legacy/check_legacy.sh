@@ -140,7 +140,7 @@ cuda118() {
   SECONDS=0
   local gencode=() pids=() logs=() a src name entry failed=0
   for a in 80 86 89 90; do gencode+=(-gencode "arch=compute_$a,code=sm_$a"); done
-  for src in op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu op/cuda/s2d/s2d_mma_sync.cu; do
+  for src in op/cuda/direct/direct.cu op/cuda/common/tma_map.cu op/cuda/igemm/igemm.cu op/cuda/s2d/s2d.cu op/cuda/s2d_mma_sync/s2d_mma_sync.cu; do
     name=$(basename "$src" .cu)
     # CMakeLists.txt's Release flags, torch's CUDA flags and the target's -lineinfo.
     "$NVCC118" -std=c++17 -O3 -DNDEBUG --expt-relaxed-constexpr --expt-extended-lambda -lineinfo \

@@ -52,7 +52,7 @@ struct Plan {
   int64_t tiles_per_strip = 0, tiles = 0;
   int64_t box_cols = 0, box_rows = 0;  // TMA staging: every window's box; 0: none
   bool box_in_units = false;           // copied through the map of 16-byte units
-  // Row-span staging (s2d/copies.cuh): box_rows rows per window (box_cols stays 0),
+  // Row-span staging (s2d/copies_sm90.cuh): box_rows rows per window (box_cols stays 0),
   // and the input's last 16-byte boundary (an address), past which no copy reads.
   int64_t span_end = 0;
   Divider by_per_image, by_strips, by_wv;

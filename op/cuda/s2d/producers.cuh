@@ -18,7 +18,7 @@
 #include "../common/tile_order.h"  // Divider, strip_columns, kMaxIndex
 #include "../common/role_barriers.cuh"
 #include "../direct/direct.cuh"
-#include "copies.cuh"
+#include "copies_sm90.cuh"
 #include "plan.h"
 #include "ring.cuh"
 
@@ -228,7 +228,7 @@ struct ExactTiles {
   int parity = 0;     // of the tile count
   // After staging a stage's records, before arriving on its `full`. Modes whose
   // votes are kExact alone keep the plain vote they had before TileVotes (the
-  // reduction measured the same for them, perf-notes v21).
+  // reduction measured the same for them).
   template <class Mode, int kSlots>
   __device__ void staged(uint32_t vote, bool last, Ring<kSlots>& ring, int warp, int lane) {
     if constexpr (std::is_same_v<Mode, mma::Float32AsHalf>) {
@@ -294,7 +294,7 @@ __device__ void produce(const Problem& p, const Plan& plan, unsigned char* slots
 }
 
 // Producer warps, staging through the copy engine (Copies: BoxCopies or SpanCopies,
-// s2d/copies.cuh): one thread keeps a copy in flight in each of the kRawSlots raw
+// s2d/copies_sm90.cuh): one thread keeps a copy in flight in each of the kRawSlots raw
 // slots; all 128 permute each landed one into records (no global addresses). A copy
 // serves Copies::kStagesPerCopy stages in a row (one channel's window, or a tile's three
 // interleaved), and the next copy into its slot goes out once they are all staged. A

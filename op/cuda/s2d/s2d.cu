@@ -20,7 +20,7 @@
 // sends the tiles fp16's range cannot hold the same way (see TileVotes).
 //
 // The parts: s2d/ring.cuh (slots, barriers, pixels), s2d/producers.cuh,
-// s2d/consumers.cuh; this file holds the kernel, its shared-memory layout and
+// s2d/consumers_sm90.cuh; this file holds the kernel, its shared-memory layout and
 // register split, and the launch.
 #include "../launch_plan.h"
 
@@ -42,8 +42,8 @@
 #include "../common/tma_map.h"
 #include "../common/warp_roles.h"
 #include "../common/weight_packing.cuh"
-#include "consumers.cuh"
-#include "copies.cuh"
+#include "consumers_sm90.cuh"
+#include "copies_sm90.cuh"
 #include "plan.h"
 #include "producers.cuh"
 #include "prologue.cuh"
@@ -55,7 +55,7 @@ namespace s2d {
 namespace {
 
 // How the producers stage a window (cuda::Staging): element loads through registers (kLoads),
-// or a copy into a raw slot (s2d/copies.cuh) -- a TMA box (kTma), a row span where rows are
+// or a copy into a raw slot (s2d/copies_sm90.cuh) -- a TMA box (kTma), a row span where rows are
 // not 16-byte aligned (kSpans), or for channels_last inputs a row span of a tile's three
 // channels at once (kPixelSpans).
 

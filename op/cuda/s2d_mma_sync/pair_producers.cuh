@@ -8,7 +8,8 @@
 // wholly inside the image or wholly outside: 4 loads a unit instead of 8. And 16-bit loads are
 // issued two stages before their records are written, into register sets of their own, so a
 // stage's load latency overlaps the stages before instead of following them (the element-load
-// producers keep one stage in flight: the consumers of the 99 KB fit waited on them, perf-notes).
+// producers keep one stage in flight: the consumers of the 99 KB fit waited on them; measured in
+// docs/perf-notes.md, "The portable space-to-depth kernel").
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,9 @@
 #include "../arch/mbarrier.cuh"
 #include "../common/operand_modes.cuh"
 #include "../common/ring.cuh"
-#include "plan.h"
-#include "producers.cuh"
-#include "ring.cuh"
+#include "../s2d/plan.h"
+#include "../s2d/producers.cuh"
+#include "../s2d/ring.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -124,12 +125,12 @@ __device__ __forceinline__ void store_pairs(unsigned char* slot, const PairStage
 // Producer warps: 16-bit stage s + 2's loads go out before stage s's records are written, into
 // the third of three register sets (24 registers each); the sets rotate by unrolling the loop by
 // three (each a fixed array). With two sets the loads had one stage's time to land and the
-// consumers waited on them (H100 as sm_86, fp16: 0.330 ms, perf-notes). float32 keeps one set
+// consumers waited on them (measured: perf-notes, "The portable space-to-depth kernel"). float32 keeps one set
 // (two of its 48 registers each spilled: ptxas, 250 bytes); float32 rounded to fp16 (allow_tf32)
 // uses it in two halves: once a stage's first half of units is written, the next stage's first
 // half is loaded into its registers, and its second half once the stage is full -- so each
-// half's loads land while the other half is written (as sm_86 0.352-0.355 ms against 0.367-0.368
-// when whole stages were loaded only after the last one was written, perf-notes).
+// half's loads land while the other half is written (faster than loading whole stages only after
+// the last one was written: perf-notes, "The portable space-to-depth kernel").
 template <class Mode, DType T, int kUnits, int kSlots, int kChannels, int kRecords>
 __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char* slots, Ring<kSlots>& ring,
                               Round round, int warp, int lane) {
@@ -200,7 +201,7 @@ __device__ void produce_pairs(const Problem& p, const Plan& plan, unsigned char*
     }
   } else if constexpr (Staged<Mode>::kSplit) {
     // bf16x3: a stage's loads go out just before its slot is waited for (its split kept the
-    // halves below from gaining: 0.613-0.626 ms against 0.615-0.622 as sm_86, perf-notes).
+    // halves below from gaining: measured the same, perf-notes).
     Stage a;
     bool more = true;
     while (more) {

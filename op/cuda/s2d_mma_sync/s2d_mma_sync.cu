@@ -12,7 +12,7 @@
 // one strip): the producers stage up to two stages ahead of the consumers. In Halves a tile
 // needs six consumer warps of two m-tiles each (a B fragment serves both), so the twelve form
 // two teams that take tiles in turn, one team's epilogue beside the other's MMAs
-// (mma_sync_consumers.cuh); where rows allow the producers load column pairs (16-bit ones three
+// (consumers_sm80.cuh); where rows allow the producers load column pairs (16-bit ones three
 // stages ahead, pair_producers.cuh). In 16 bits the kernel is bound by shared-memory wavefronts
 // and load latency; in bf16x3 by the two-slot ring between one multiplying team and the
 // producers (docs/perf-notes.md, "The portable space-to-depth kernel").
@@ -23,7 +23,7 @@
 // fits are Halves on the A100 class and three groups of 32 channels (Thirds) in 99 KB.
 //
 // The parts: plan.h, ring.cuh, prologue.cuh and producers.cuh (shared with s2d.cu),
-// pair_producers.cuh and mma_sync_consumers.cuh; this file holds the kernel, its shared-memory
+// pair_producers.cuh and consumers_sm80.cuh; this file holds the kernel, its shared-memory
 // layout and the launch.
 #include "../launch_plan.h"
 
@@ -40,12 +40,12 @@
 #include "../common/operand_modes.cuh"
 #include "../common/warp_roles.h"
 #include "../common/weight_scale.cuh"
-#include "mma_sync_consumers.cuh"
-#include "plan.h"
+#include "consumers_sm80.cuh"
+#include "../s2d/plan.h"
 #include "pair_producers.cuh"
-#include "producers.cuh"
-#include "prologue.cuh"
-#include "ring.cuh"
+#include "../s2d/producers.cuh"
+#include "../s2d/prologue.cuh"
+#include "../s2d/ring.cuh"
 
 namespace alexconv {
 namespace cuda {
@@ -56,7 +56,7 @@ namespace {
 // each holding its group's B, beside kSlots window slots of planes of kRecords cells; its
 // consumer warps own kMTiles m-tiles each (two for 48 channels: a warp's B fragments serve twice
 // the MMAs; 96 channels leave no registers for that; three for bf16x3's 32) and form kMTiles
-// teams that take tiles in turn (mma_sync_consumers.cuh).
+// teams that take tiles in turn (consumers_sm80.cuh).
 template <int kGroups_, int kSlots_, int kMTiles_, int kRecords_>
 struct FitShape {
   static constexpr int kGroups = kGroups_;

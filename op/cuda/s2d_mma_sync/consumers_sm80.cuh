@@ -15,8 +15,8 @@
 #include "../common/ring.cuh"
 #include "../common/tile_votes.cuh"
 #include "../common/weight_packing.cuh"  // kScalesWeights
-#include "plan.h"
-#include "ring.cuh"
+#include "../s2d/plan.h"
+#include "../s2d/ring.cuh"
 
 namespace alexconv {
 namespace cuda {
