@@ -165,8 +165,8 @@ def judge(records: list) -> None:
 
 @pytest.mark.parametrize("path", ["auto", "aten"])
 def test_cpu_peak_memory_at_most_nn_conv2d(path):
-    """ATen's convolution inside the op (ALEXCONV_CPU_KERNEL=aten; unforced, bfloat16 on CPUs
-    with bfloat16 dot products) returns ATen's output as it is; our micro-kernels write one."""
+    """ATen's convolution inside the op (ALEXCONV_CPU_KERNEL=aten) returns ATen's output as it
+    is; our micro-kernels write one."""
     judge(measured("cpu", ALEXCONV_CPU_KERNEL=path))
 
 

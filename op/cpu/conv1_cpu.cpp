@@ -1,9 +1,8 @@
 // CPU backend: splits the output into bands of rows and columns, stages each
 // band's input as zero-padded float, and runs the micro-kernel for this CPU's
 // instruction set on it (conv1_cpu_kernel.cpp), which rounds 16-bit outputs itself.
-// Float accumulation for every dtype; int64 indexing throughout. Where ATen's own
-// convolution is measured faster (bfloat16 on CPUs with bfloat16 dot products), the
-// call goes there instead, under the same contract; ALEXCONV_CPU_KERNEL forces a path.
+// Float accumulation for every dtype; int64 indexing throughout. ALEXCONV_CPU_KERNEL
+// forces a path, ATen's convolution included.
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
@@ -56,7 +55,6 @@ const char* path_name(Path path) {
 struct CpuFeatures {
   bool avx2 = false;       // AVX2 + FMA + F16C: the avx2 kernel
   bool avx512 = false;     // AVX-512 F/BW/DQ/VL + AVX2 + FMA + F16C: the avx512 kernel (ATen's AVX512)
-  bool bf16_dot = false;   // AVX512-BF16 or AMX-BF16: oneDNN's bfloat16 convolution has dot products
 };
 
 CpuFeatures detect_features() {
@@ -69,12 +67,6 @@ CpuFeatures detect_features() {
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
-  if (__builtin_cpu_supports("avx512f")) {
-    // CPUID leaf 7: subleaf 1 EAX bit 5 is AVX512_BF16, subleaf 0 EDX bit 22 AMX-BF16.
-    const bool avx512_bf16 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
-    const bool amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));
-    f.bf16_dot = avx512_bf16 || amx_bf16;
-  }
 #endif
   return f;
 }
@@ -130,15 +122,16 @@ Forced parse_forced() {
 }
 
 // The path a call takes. Unforced: the micro-kernel for ATen's CPU capability (so
-// ATEN_CPU_CAPABILITY steers both, as for ATen's own kernels), except bfloat16 on CPUs with
-// bfloat16 dot products, where oneDNN's convolution is faster than our kernel, which widens
-// bfloat16 to float32 (0.56-0.62x of it on a Zen 4, issue 65).
-Path choose_path(at::ScalarType dtype) {
+// ATEN_CPU_CAPABILITY steers both, as for ATen's own kernels), for every dtype. bfloat16 on
+// CPUs with bfloat16 dot products once went to oneDNN's convolution (faster than our kernel,
+// which widens bfloat16 to float32), until oneDNN's bfloat16 convolution on a Sapphire Rapids
+// (AMX, torch 2.11) gave wrong results: relative norm error 0.63 at 230x7 (one output column),
+// and Inf/NaN not propagated as F.conv2d's float64 rule (docs/perf-notes.md, "The CPU kernel").
+Path choose_path() {
   static const Forced forced = parse_forced();
   TORCH_CHECK(forced.error.empty(), "alexconv::conv1: ", forced.error);
   if (forced.forced) return forced.path;
   const CpuFeatures& cpu = features();
-  if (dtype == at::kBFloat16 && cpu.bf16_dot) return Path::kAten;
   const std::string capability = compat::cpu_capability();
   if (capability == "AVX512" && cpu.avx512) return Path::kAvx512;
   if ((capability == "AVX2" || capability == "AVX512") && cpu.avx2) return Path::kAvx2;
@@ -472,7 +465,7 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
                      const c10::optional<at::Tensor>& bias, bool /*allow_tf32*/, int64_t padding,
                      bool relu) {
   check_conv1_args(input, weight, bias, padding);
-  const Path path = choose_path(input.scalar_type());
+  const Path path = choose_path();
   // The output is empty exactly where the batch is (the checks leave every other extent >= 1).
   if (input.size(0) == 0) return conv1_empty_output(input, weight, padding);
   // ATen's convolution allocates its own output: ours is allocated only for our kernels.
@@ -497,6 +490,6 @@ TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
                             const c10::optional<at::Tensor>& bias, bool, int64_t padding,
                             bool) -> std::string {
     alexconv::check_conv1_args(input, weight, bias, padding);
-    return alexconv::path_name(alexconv::choose_path(input.scalar_type()));
+    return alexconv::path_name(alexconv::choose_path());
   });
 }
