@@ -130,6 +130,26 @@ def readme_aoti_package(readme_scratch):
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def cpu_flags() -> set:
+    """This machine's CPU flags (/proc/cpuinfo; empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def forced_aten_bfloat16_unreliable() -> bool:
+    """ALEXCONV_CPU_KERNEL=aten is nn.Conv2d's convolution, and on CPUs with bfloat16 dot products
+    (AVX512-BF16, AMX-BF16) oneDNN's bfloat16 convolution breaks the op's contract (wrong sums at
+    one output column, NaN where F.conv2d in float64 has none: docs/perf-notes.md, "The CPU
+    kernel"). The unforced op never takes it; the forced path is left as nn.Conv2d is."""
+    return os.environ.get("ALEXCONV_CPU_KERNEL") == "aten" and bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
 # What alexconv.conv1_kernel names on CPU: one of our micro-kernels, or ATen's convolution
 # (tests/test_cpu_kernel.py pins which, per dtype and CPU).
 CPU_KERNELS = ("cpu_baseline", "cpu_avx2", "cpu_avx512", "aten")

@@ -213,17 +213,6 @@ for fn in (alexconv.conv1, alexconv.conv1_kernel):
     assert done.stdout.count(expected) == 2, done.stdout
 
 
-def cpu_flags() -> set:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 @pytest.mark.skipif(FORCED is not None, reason="the parent checks it")
 @requires("cpu_capability")
 @pytest.mark.parametrize("capability", ["default", "avx2", "avx512", None])

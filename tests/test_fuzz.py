@@ -27,6 +27,7 @@ from conftest import (
     assert_matches_reference,
     conv1,
     expected_memory_format,
+    forced_aten_bfloat16_unreliable,
     make_input,
     make_weight,
     requires_cuda,
@@ -80,7 +81,8 @@ def cases(draw, device):
         channels=draw(st.one_of(st.sampled_from([64, 96]), st.integers(1, 256))),
         padding=padding,
         relu=draw(st.booleans()),
-        dtype=draw(st.sampled_from(DTYPES)),
+        dtype=draw(st.sampled_from([d for d in DTYPES if not (device == "cpu" and d == torch.bfloat16 and
+                                                               forced_aten_bfloat16_unreliable())])),
         layout=draw(st.sampled_from(["contiguous", "channels_last", "sliced", "permuted"])),
         perm=draw(st.permutations(range(4))),
         weight_channels_last=draw(st.booleans()),
