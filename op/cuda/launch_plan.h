@@ -40,7 +40,18 @@ struct LaunchPlan {
   WindowMap map{};
 };
 
-// The families (direct/, igemm/, s2d/): their plans, and the launch of a plan of theirs on
+// A family's plan before its own decisions: the kernel, the call, the operand mode and the
+// device's multiprocessors.
+inline LaunchPlan plan_of_kernel(Kernel kernel, const Problem& problem, const DeviceInfo& device, OperandMode mode) {
+  LaunchPlan plan;
+  plan.kernel = kernel;
+  plan.problem = problem;
+  plan.mode = mode;
+  plan.sm_count = device.sm_count;
+  return plan;
+}
+
+// The families (direct/, igemm/, s2d/, s2d_mma_sync/): their plans, and the launch of a plan of theirs on
 // `stream`. A launch returns errors of its set-up calls; the caller checks the launch itself
 // (C10_CUDA_KERNEL_LAUNCH_CHECK).
 LaunchPlan plan_direct(const Problem& problem);

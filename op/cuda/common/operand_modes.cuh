@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../arch/mma_sync.cuh"
 #include "../arch/wgmma.cuh"
@@ -345,6 +346,18 @@ auto visit_mode(OperandMode mode, Visit&& visit) {
     case OperandMode::kBf16x3: break;
   }
   return visit(ModeTag<mma::Bf16x3, DType::kFloat32>{});
+}
+// The same for the space-to-depth families, which multiply float32 with allow_tf32 as float16
+// words (operand_mode gives them no kTf32): `none` there, no TF32 kernel instantiated.
+template <class R, class Visit>
+R visit_mode_without_tf32(OperandMode mode, R none, Visit&& visit) {
+  return visit_mode(mode, [&](auto tag) -> R {
+    if constexpr (std::is_same_v<typename decltype(tag)::Mode, mma::Tf32>) {
+      return none;
+    } else {
+      return visit(tag);
+    }
+  });
 }
 
 }  // namespace cuda

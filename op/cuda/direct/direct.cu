@@ -45,7 +45,7 @@ cudaError_t launch_typed(const Problem& p, cudaStream_t stream) {
 
 // Any call: float accumulation, whatever allow_tf32 says (no tensor cores: `mode` unused).
 LaunchPlan plan_direct(const Problem& p) {
-  LaunchPlan plan;
+  LaunchPlan plan;  // no device facts: one thread per output
   plan.kernel = Kernel::kDirect;
   plan.problem = p;
   plan.tiles = p.batch * p.out_channels * p.out_h * p.out_w;  // one thread per output

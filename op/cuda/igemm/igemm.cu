@@ -285,16 +285,14 @@ bool wgmma_available(const DeviceInfo& device) {
 std::optional<LaunchPlan> plan_igemm(const Problem& p, const DeviceInfo& device, Fit fit, bool wgmma) {
   if (device.major < 8 || fit == Fit::kThirds) return std::nullopt;
   if (wgmma && (fit != Fit::kWhole || !wgmma_available(device))) return std::nullopt;
-  LaunchPlan plan;
-  plan.kernel = wgmma                  ? Kernel::kWgmma
-                : fit == Fit::kHalves   ? Kernel::kMmaSyncN48
-                : fit == Fit::kQuarters ? Kernel::kMmaSyncN24
-                                        : Kernel::kMmaSync;
-  plan.problem = p;
+  const Kernel kernel = wgmma                  ? Kernel::kWgmma
+                        : fit == Fit::kHalves   ? Kernel::kMmaSyncN48
+                        : fit == Fit::kQuarters ? Kernel::kMmaSyncN24
+                                                : Kernel::kMmaSync;
   // TF32 words where the fit's layout has room for them (not in Halves).
-  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/fit != Fit::kHalves);
+  LaunchPlan plan =
+      plan_of_kernel(kernel, p, device, operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/fit != Fit::kHalves));
   plan.fit = fit;
-  plan.sm_count = device.sm_count;
   return visit_mode(plan.mode, [&](auto mode) {
     return igemm::visit_fit(fit, [&](auto shape) {
       return igemm::plan_in<typename decltype(mode)::Mode, decltype(shape)>(p, device, wgmma, plan);

@@ -344,35 +344,23 @@ std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, La
 
 std::optional<LaunchPlan> plan_s2d(const Problem& p, const DeviceInfo& device) {
   if (!wgmma_available(device)) return std::nullopt;
-  LaunchPlan plan;
-  plan.kernel = Kernel::kS2d;
-  plan.problem = p;
-  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false);
-  plan.sm_count = device.sm_count;
-  return visit_mode(plan.mode, [&](auto mode) -> std::optional<LaunchPlan> {
-    using Mode = typename decltype(mode)::Mode;
-    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-      return std::nullopt;  // TF32 runs as float16 words here (operand_mode)
-    } else {
-      return s2d::plan_in<Mode>(p, device, plan);
-    }
+  const LaunchPlan plan =
+      plan_of_kernel(Kernel::kS2d, p, device, operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false));
+  return visit_mode_without_tf32(plan.mode, std::optional<LaunchPlan>(), [&](auto mode) {
+    return s2d::plan_in<typename decltype(mode)::Mode>(p, device, plan);
   });
 }
 
 cudaError_t launch_s2d(const LaunchPlan& plan, cudaStream_t stream) {
   if (plan.tiles == 0) return cudaSuccess;
-  return visit_mode(plan.mode, [&](auto mode) -> cudaError_t {
+  return visit_mode_without_tf32(plan.mode, cudaErrorInvalidValue, [&](auto mode) {
     using Mode = typename decltype(mode)::Mode;
     constexpr DType T = decltype(mode)::kDType;
-    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-      return cudaErrorInvalidValue;  // plan_s2d gives no such plan
-    } else {
-      static_assert(s2d::kMaxUnitsPerThread == s2d::kFewestUnits + 2, "one launch per unit count");
-      switch (plan.units) {
-        case s2d::kFewestUnits: return s2d::launch_staged<Mode, T, s2d::kFewestUnits>(plan, stream);
-        case s2d::kFewestUnits + 1: return s2d::launch_staged<Mode, T, s2d::kFewestUnits + 1>(plan, stream);
-        default: return s2d::launch_staged<Mode, T, s2d::kMaxUnitsPerThread>(plan, stream);
-      }
+    static_assert(s2d::kMaxUnitsPerThread == s2d::kFewestUnits + 2, "one launch per unit count");
+    switch (plan.units) {
+      case s2d::kFewestUnits: return s2d::launch_staged<Mode, T, s2d::kFewestUnits>(plan, stream);
+      case s2d::kFewestUnits + 1: return s2d::launch_staged<Mode, T, s2d::kFewestUnits + 1>(plan, stream);
+      default: return s2d::launch_staged<Mode, T, s2d::kMaxUnitsPerThread>(plan, stream);
     }
   });
 }

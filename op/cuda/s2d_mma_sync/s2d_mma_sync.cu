@@ -245,39 +245,26 @@ auto visit_fit(cuda::Fit fit, Visit&& visit) {
 // The widest of the mode's fits this device's shared memory takes.
 std::optional<LaunchPlan> plan_s2d_mma_sync(const Problem& p, const DeviceInfo& device) {
   if (device.major < 8) return std::nullopt;
-  LaunchPlan plan;
-  plan.kernel = Kernel::kS2dMmaSync;
-  plan.problem = p;
-  plan.mode = operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false);
-  plan.sm_count = device.sm_count;
-  return visit_mode(plan.mode, [&](auto mode) -> std::optional<LaunchPlan> {
+  const LaunchPlan plan =
+      plan_of_kernel(Kernel::kS2dMmaSync, p, device, operand_mode(p.dtype, p.allow_tf32, /*tf32_words=*/false));
+  return visit_mode_without_tf32(plan.mode, std::optional<LaunchPlan>(), [&](auto mode) -> std::optional<LaunchPlan> {
     using Mode = typename decltype(mode)::Mode;
-    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-      return std::nullopt;  // TF32 runs as float16 words here (operand_mode)
-    } else {
-      using Wide = typename s2d::FitsOf<Mode>::Wide;
-      using Narrow = typename s2d::FitsOf<Mode>::Narrow;
-      if (s2d::Layout<Mode, Wide>::kTotal <= device.max_smem_per_block_optin) return s2d::plan_fit<Mode, Wide>(p, plan);
-      if (s2d::Layout<Mode, Narrow>::kTotal <= device.max_smem_per_block_optin) {
-        return s2d::plan_fit<Mode, Narrow>(p, plan);
-      }
-      return std::nullopt;
-    }
+    using Wide = typename s2d::FitsOf<Mode>::Wide;
+    using Narrow = typename s2d::FitsOf<Mode>::Narrow;
+    if (s2d::Layout<Mode, Wide>::kTotal <= device.max_smem_per_block_optin) return s2d::plan_fit<Mode, Wide>(p, plan);
+    if (s2d::Layout<Mode, Narrow>::kTotal <= device.max_smem_per_block_optin) return s2d::plan_fit<Mode, Narrow>(p, plan);
+    return std::nullopt;
   });
 }
 
 cudaError_t launch_s2d_mma_sync(const LaunchPlan& plan, cudaStream_t stream) {
   if (plan.tiles == 0) return cudaSuccess;
-  return visit_mode(plan.mode, [&](auto mode) -> cudaError_t {
+  return visit_mode_without_tf32(plan.mode, cudaErrorInvalidValue, [&](auto mode) {
     using Mode = typename decltype(mode)::Mode;
     constexpr DType T = decltype(mode)::kDType;
-    if constexpr (std::is_same_v<Mode, mma::Tf32>) {
-      return cudaErrorInvalidValue;  // plan_s2d_mma_sync gives no such plan
-    } else {
-      return s2d::visit_fit<Mode>(plan.fit, [&](auto shape) {
-        return s2d::launch_staged<Mode, T, decltype(shape)>(plan, stream);
-      });
-    }
+    return s2d::visit_fit<Mode>(plan.fit, [&](auto shape) {
+      return s2d::launch_staged<Mode, T, decltype(shape)>(plan, stream);
+    });
   });
 }
 
