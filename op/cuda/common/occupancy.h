@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace alexconv {
 namespace cuda {
@@ -29,6 +30,18 @@ cudaError_t resident_ctas_per_sm(size_t smem, int threads, int& per_sm) {
   per_sm = std::max(per_sm, 1);
   // Threads racing here compute and store the same value.
   if (dev < kMaxDevices) cached[dev].store(per_sm, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// The persistent grid of a kernel of `threads` threads: every CTA resident at once on the
+// device's `sm_count` multiprocessors, `groups` CTAs of a tile side by side (channel groups),
+// and no more CTAs than tiles.
+template <auto kKernel>
+cudaError_t persistent_grid(size_t smem, int threads, int64_t tiles, int sm_count, int groups, int64_t& grid) {
+  int per_sm = 0;
+  const cudaError_t err = resident_ctas_per_sm<kKernel>(smem, threads, per_sm);
+  if (err != cudaSuccess) return err;
+  grid = std::min<int64_t>(tiles, std::max<int64_t>(int64_t(per_sm) * sm_count / groups, 1));
   return cudaSuccess;
 }
 

@@ -233,15 +233,13 @@ std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, bo
 template <class Mode, DType T, bool kWgmma, Staging kStaging, class F>
 cudaError_t launch_kernel(const LaunchPlan& plan, cudaStream_t stream) {
   constexpr auto kernel = conv1_igemm_kernel<Mode, T, kWgmma, kStaging, F>;
-  int per_sm = 0;
-  const cudaError_t err = resident_ctas_per_sm<kernel>(plan.smem, kTileThreads, per_sm);
-  if (err != cudaSuccess) return err;
   // A persistent grid: every CTA resident at once, the groups of a tile side by side. Groups
   // wholly past the weight's channels (Problem::out_channels) are not launched.
   const Problem& p = plan.problem;
   const int groups = launched_groups(p.out_channels, F::kChannels);
-  const int64_t grid =
-      std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * plan.sm_count / groups, 1));
+  int64_t grid = 0;
+  const cudaError_t err = persistent_grid<kernel>(plan.smem, kTileThreads, plan.tiles, plan.sm_count, groups, grid);
+  if (err != cudaSuccess) return err;
   TilePlan ordered = plan.igemm;
   if (ordered.strips > 1 && ordered.tiles >= kMinTurnsForRuns * grid) {
     ordered.order = contiguous_runs(ordered.tiles, grid);

@@ -187,10 +187,9 @@ template <class Mode, DType T, Staging kStaging, int kUnits, bool kPixelMajor>
 cudaError_t launch_layout(const LaunchPlan& plan, cudaStream_t stream) {
   constexpr auto kernel = conv1_s2d_kernel<Mode, T, kStaging, kUnits, kPixelMajor>;
   constexpr size_t kSmem = SmemLayout<Mode, kStaging>::kTotal;
-  int per_sm = 0;
-  const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
+  int64_t grid = 0;
+  const cudaError_t err = persistent_grid<kernel>(kSmem, kTileThreads, plan.tiles, plan.sm_count, 1, grid);
   if (err != cudaSuccess) return err;
-  const int64_t grid = std::min<int64_t>(plan.tiles, int64_t(per_sm) * plan.sm_count);
   kernel<<<unsigned(grid), kTileThreads, kSmem, stream>>>(plan.problem, plan.s2d, plan.map);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }

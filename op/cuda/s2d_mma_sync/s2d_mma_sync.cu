@@ -183,18 +183,16 @@ template <class Mode, DType T, int kUnits, class F, Staging kStaging>
 cudaError_t launch_kernel(const LaunchPlan& plan, cudaStream_t stream) {
   constexpr auto kernel = conv1_s2d_mma_sync_kernel<Mode, T, kUnits, F, kStaging>;
   constexpr size_t kSmem = Layout<Mode, F>::kTotal;
-  int per_sm = 0;
-  const cudaError_t err = resident_ctas_per_sm<kernel>(kSmem, kTileThreads, per_sm);
-  if (err != cudaSuccess) return err;
   // A persistent grid, the groups of a tile side by side; none wholly past the weight's channels.
   const Problem& p = plan.problem;
   const int groups = launched_groups(p.out_channels, F::kChannels);
+  int64_t grid = 0;
+  const cudaError_t err = persistent_grid<kernel>(kSmem, kTileThreads, plan.tiles, plan.sm_count, groups, grid);
+  if (err != cudaSuccess) return err;
   GroupProblems<F::kGroups> problems;
   for (int g = 0; g < F::kGroups; ++g) {
     problems.of[g] = group_problem<F::kChannels, int(sizeof(typename Mode::Raw))>(p, g);
   }
-  const int64_t grid =
-      std::min<int64_t>(plan.tiles, std::max<int64_t>(int64_t(per_sm) * plan.sm_count / groups, 1));
   kernel<<<dim3(unsigned(grid), unsigned(groups)), kTileThreads, kSmem, stream>>>(problems, plan.s2d);
   return cudaSuccess;  // launch errors: C10_CUDA_KERNEL_LAUNCH_CHECK in the caller
 }
