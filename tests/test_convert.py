@@ -2,7 +2,11 @@
 (64 channels, padding 2) and the original one (96 channels, padding 0, 227x227)."""
 
 import copy
+import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -11,7 +15,7 @@ import torch.nn as nn
 import alexconv
 from alexconv import _compat
 from alexnets import TORCHVISION_STATE, OriginalAlexNet, TorchvisionAlexNet
-from conftest import assert_matches_reference, device_params, make_input, rel_norm_error
+from conftest import assert_matches_reference, device_params, make_input, rel_norm_error, requires_cuda
 
 # TorchScript is deprecated in recent torch but scripted models must keep working.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
@@ -49,6 +53,12 @@ def test_torchvision_alexnet_converts_with_fused_relu(device, generator, caplog)
     assert [(r.name, r.relu) for r in report.replaced] == [("features.0", "features.1")]
     assert {s.name for s in report.skipped} == {"features.3", "features.6", "features.8", "features.10"}
     assert "replaced 1 nn.Conv2d, fused 1 ReLU, kept 4 nn.Conv2d" in caplog.text
+    # The report names the kernel the op takes for the layer on the model's device.
+    conv0 = model.features[0]
+    kernel = alexconv.conv1_kernel(torch.empty(1, 3, 224, 224, device=device), conv0.weight.detach(),
+                                   conv0.bias.detach(), padding=2, relu=True)
+    assert report.replaced[0].kernel == kernel != "aten"
+    assert f"-> {kernel} (batch 1, 224x224)" in str(report)
     conv = converted.features[0]
     assert type(conv) is alexconv.AlexConv2d and conv.relu and conv.padding == (2, 2)
     assert type(converted.features[1]) is nn.Identity
@@ -95,6 +105,15 @@ def test_pretrained_weights_load_before_or_after(generator):
 def test_original_alexnet_96_channels_padding_0(device, generator):
     torch.manual_seed(0)
     model = OriginalAlexNet(num_classes=10, hidden=64).to(device).eval()
+    first = model.features[0]
+    kernel = alexconv.conv1_kernel(torch.empty(1, 3, 227, 227, device=device), first.weight.detach(),
+                                   first.bias.detach(), padding=0, relu=True)
+    if kernel == "aten":  # the op would call ATen's convolution itself: the layer stays
+        with pytest.warns(UserWarning, match="replaced nothing"):
+            converted, report = alexconv.convert(model)
+        assert report.replaced == [] and type(converted.features[0]) is nn.Conv2d
+        assert "ATen's convolution, as nn.Conv2d does" in report.skipped[0].reason
+        return
     converted, report = alexconv.convert(model)
     assert [(r.name, r.relu) for r in report.replaced] == [("features.0", "features.1")]
     conv = converted.features[0]
@@ -284,3 +303,53 @@ def test_model_that_is_a_conv_and_bad_arguments():
         alexconv.convert("alexnet")
     with pytest.raises(TypeError, match="TorchScript"):
         alexconv.convert(torch.jit.script(nn.Sequential(nn.ReLU())))
+
+
+def convert_in_child(**env) -> dict:
+    """alexconv.convert of the small torchvision layout in a child process with `env` (the op
+    reads ALEXCONV_CPU_KERNEL and ALEXCONV_EMULATE_DEVICE once per process)."""
+    code = """
+import json, warnings, torch, alexconv
+from alexnets import TorchvisionAlexNet
+device = "cuda" if %r else "cpu"
+model = TorchvisionAlexNet(num_classes=10, hidden=64).to(device).eval()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    converted, report = alexconv.convert(model)
+x = torch.rand(2, 3, 67, 67, device=device)
+with torch.no_grad():
+    same = torch.equal(converted(x), model(x))
+print(json.dumps({"replaced": [r.name for r in report.replaced], "kernels": [r.kernel for r in report.replaced],
+                  "kept": {s.name: s.reason for s in report.skipped}, "same": same,
+                  "warned": [str(w.message) for w in caught], "first": type(converted.features[0]).__name__}))
+""" % (env.pop("cuda", False),)
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("ALEXCONV_CPU_KERNEL", "ALEXCONV_CUDA_KERNEL", "ALEXCONV_EMULATE_DEVICE")}
+    child_env.update(env)
+    done = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
+                          timeout=600, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def assert_kept_for_aten(got: dict, device: str):
+    assert got["replaced"] == [] and got["first"] == "Conv2d", got
+    assert f"on {device} alexconv's kernels do not run it" in got["kept"]["features.0"], got
+    assert "ATen's convolution, as nn.Conv2d does" in got["kept"]["features.0"], got
+    assert any("replaced nothing" in w for w in got["warned"]), got
+    assert got["same"], got  # the model runs as it was: the same nn.Conv2d
+
+
+def test_a_layer_the_op_would_send_to_aten_stays_nn_conv2d():
+    """Forced onto ATen's convolution (ALEXCONV_CPU_KERNEL=aten), the op would gain nothing on
+    the layer: convert keeps nn.Conv2d and says why; unforced it takes our kernel."""
+    assert_kept_for_aten(convert_in_child(ALEXCONV_CPU_KERNEL="aten"), "cpu")
+    got = convert_in_child()
+    assert got["replaced"] == ["features.0"] and got["kernels"][0].startswith("cpu_"), got
+
+
+@requires_cuda
+@pytest.mark.cuda
+def test_on_a_gpu_below_sm80_the_layer_stays_nn_conv2d():
+    """Planned as a T4 (sm_75), where the op calls ATen's convolution for every call."""
+    assert_kept_for_aten(convert_in_child(cuda=True, ALEXCONV_EMULATE_DEVICE="7.5"), "cuda:0")

@@ -11,9 +11,15 @@ import warnings
 import torch
 import torch.nn as nn
 
-from .modules import _DTYPES, AlexConv2d, unsupported_reasons
+from .modules import _DTYPES, AlexConv2d, padding_of, unsupported_reasons
+from .ops import conv1_kernel
 
 logger = logging.getLogger("alexconv")
+
+
+# The input alexconv.conv1_kernel is asked about: which kernel runs a layer depends on its
+# device, dtype and geometry (and on the batch and image size, between kernels of ours).
+PROBE_SHAPE = (1, 3, 224, 224)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,10 +27,14 @@ class Replacement:
     name: str  # the nn.Conv2d's qualified name (state_dict prefix), now an AlexConv2d
     conv: str  # what it was (its repr)
     relu: str | None  # the nn.ReLU fused into it, now nn.Identity, or None
+    # The kernel the op takes for it on its device (alexconv.conv1_kernel) for a batch of one
+    # 224x224 image; None on the meta device.
+    kernel: str | None = None
 
     def __str__(self) -> str:
         fused = f" + {self.relu} (ReLU fused; nn.Identity there now)" if self.relu else ""
-        return f"{self.name}: {self.conv}{fused}"
+        kernel = f" -> {self.kernel} (batch 1, 224x224)" if self.kernel else ""
+        return f"{self.name}: {self.conv}{fused}{kernel}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +90,18 @@ def _why_not(conv: nn.Module) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+def _kernel(conv: nn.Conv2d, allow_tf32: bool, relu: bool) -> str | None:
+    """The kernel alexconv's op runs this layer with on its device (None on the meta device).
+    conv1_kernel reads the input's shape, strides and alignment, never its values."""
+    weight = conv.weight
+    if weight.device.type == "meta":
+        return None
+    probe = torch.empty(PROBE_SHAPE, dtype=weight.dtype, device=weight.device)
+    bias = None if conv.bias is None else conv.bias.detach()
+    return conv1_kernel(probe, weight.detach(), bias, allow_tf32=allow_tf32,
+                        padding=padding_of(conv.padding), relu=relu)
+
+
 class _Converter:
     def __init__(self, allow_tf32: bool):
         self.allow_tf32 = allow_tf32
@@ -108,17 +130,32 @@ class _Converter:
             if not isinstance(child, nn.Conv2d):
                 self.walk(child, qualified + ".")
                 continue
-            reasons = _why_not(child)
+            after = children[i + 1] if sequential and i + 1 < len(children) else None
+            fuse = after is not None and type(after[1]) is nn.ReLU and not _has_hooks(after[1])
+            kernel, reasons = self.verdict(child, fuse)
             if reasons:
                 self.report.skipped.append(Skipped(qualified, reasons))
                 continue
-            after = children[i + 1] if sequential and i + 1 < len(children) else None
-            fuse = after is not None and type(after[1]) is nn.ReLU and not _has_hooks(after[1])
             module._modules[name] = self.replacement(child, fuse)
             if fuse:
                 module._modules[after[0]] = nn.Identity()
             self.report.replaced.append(Replacement(qualified, repr(child),
-                                                    f"{prefix}{after[0]}" if fuse else None))
+                                                    f"{prefix}{after[0]}" if fuse else None, kernel))
+
+    def verdict(self, conv: nn.Module, relu: bool) -> tuple[str | None, tuple[str, ...]]:
+        """The kernel the op would run the layer with, and every reason to keep it instead:
+        where the op itself would call ATen's convolution (a GPU or a geometry alexconv's
+        kernels do not cover), nn.Conv2d already does that without the op's extra pass."""
+        reasons = _why_not(conv)
+        if reasons:
+            return None, reasons
+        kernel = _kernel(conv, self.allow_tf32, relu)
+        if kernel == "aten":
+            return kernel, (f"on {conv.weight.device} alexconv's kernels do not run it (padding "
+                            f"{padding_of(conv.padding)}, {conv.out_channels} output channels, "
+                            f"{str(conv.weight.dtype).replace('torch.', '')}): the op would call "
+                            "ATen's convolution, as nn.Conv2d does, and be no faster",)
+        return kernel, ()
 
 
 def convert(model: nn.Module, *, allow_tf32: bool = False,
@@ -132,8 +169,12 @@ def convert(model: nn.Module, *, allow_tf32: bool = False,
 
     Returns ``(model, report)``: the converted model (a deep copy unless ``inplace``: then the
     replacements hold the copy's parameters, not the given model's) and a
-    :class:`ConversionReport` of what was replaced and which ``nn.Conv2d`` were kept, each with
-    every reason, also logged to the ``alexconv`` logger at INFO level. Where nothing was
+    :class:`ConversionReport` of what was replaced (with the kernel the op takes for it on the
+    model's device, ``alexconv.conv1_kernel`` for one 224x224 image) and which ``nn.Conv2d`` were
+    kept, each with every reason, also logged to the ``alexconv`` logger at INFO level. A layer
+    for which the op would call ATen's convolution itself (a GPU below sm_80, or a geometry
+    alexconv's CUDA kernels do not cover) stays ``nn.Conv2d``: converting it would only add the
+    op's own overhead. Where nothing was
     replaced it warns (``UserWarning``), saying why.
     """
     if not isinstance(model, nn.Module):
@@ -145,9 +186,9 @@ def convert(model: nn.Module, *, allow_tf32: bool = False,
         model = copy.deepcopy(model)
     converter = _Converter(allow_tf32)
     if isinstance(model, nn.Conv2d):  # the model is the layer itself: no parent to set
-        reasons = _why_not(model)
+        kernel, reasons = converter.verdict(model, False)
         if not reasons:
-            converter.report.replaced.append(Replacement("", repr(model), None))
+            converter.report.replaced.append(Replacement("", repr(model), None, kernel))
             model = converter.replacement(model, False)
         else:
             converter.report.skipped.append(Skipped("", reasons))

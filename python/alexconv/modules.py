@@ -21,6 +21,11 @@ def _pair(value, name: str) -> tuple[int, int]:
     return pair
 
 
+def padding_of(padding) -> int:
+    """The one padding of a supported layer's ``padding`` argument ('valid', an int or a pair)."""
+    return 0 if padding == "valid" else _pair(padding, "padding")[0]
+
+
 def unsupported_reasons(in_channels, out_channels, kernel_size, stride, padding, dilation=1,
                         groups=1, padding_mode="zeros") -> list[str]:
     """Every reason ``nn.Conv2d`` with these arguments is not a layer the op runs (empty where
@@ -85,7 +90,7 @@ class AlexConv2d(nn.Module):
                                     dilation, groups, padding_mode)
         if reason is not None:
             raise ValueError(f"AlexConv2d: {reason}")
-        pad = 0 if padding == "valid" else _pair(padding, "padding")[0]
+        pad = padding_of(padding)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = (11, 11)
