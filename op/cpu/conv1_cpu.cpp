@@ -166,13 +166,13 @@ int64_t padded_channels(int64_t channels, int64_t channel_block) {
 
 // Weights as float in the kernel's packing; any weight strides (even zero) work. The kernel's
 // own packer where it has one (contiguous float32); else tap by tap within a block, the
-// block's channels read 363 apart and written side by side: about 16 us for 96 channels,
-// where a 4-d accessor walk took 35 us (5% of a batch-1 call).
+// block's channels read 363 apart and written side by side (twice a 4-d accessor walk's
+// speed: docs/perf-notes.md, "The CPU code's choices").
 template <typename scalar_t>
 std::unique_ptr<float[]> pack_weights(const at::Tensor& weight, const cpu::Kernel& kernel) {
   const int64_t channel_block = kernel.channel_block;
   const int64_t channels = weight.size(0), padded = padded_channels(channels, channel_block);
-  // Every element is written below: no zero fill (5 us for 96 channels).
+  // Every element is written below: no zero fill.
   std::unique_ptr<float[]> packed(new float[padded * kTaps]);
   if constexpr (std::is_same_v<scalar_t, float>) {
     if (kernel.pack_weights && weight.is_contiguous()) {
@@ -209,8 +209,8 @@ std::vector<float> bias_as_float(const c10::optional<at::Tensor>& bias, int64_t 
   return out;
 }
 
-// dst[x] = float(src[x * stride]) for x < n. Unit strides in loops the compiler vectorises:
-// staging took 10% of a call with a strided scalar loop for every layout.
+// dst[x] = float(src[x * stride]) for x < n. Unit strides in loops the compiler vectorises: a
+// strided scalar loop for every layout made staging a tenth of a call.
 template <typename scalar_t>
 void widen(const scalar_t* src, int64_t stride, int64_t n, float* dst) {
   if constexpr (std::is_same_v<scalar_t, float>) {
@@ -309,9 +309,9 @@ int64_t divide_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The fewest bands of at most kMaxBandRows x kMaxBandCols whose count the threads share
 // evenly (at::parallel_for gives each thread one run of ceil(items / threads) items): at
 // batch 1 on 2 threads, 8 bands of 6-7 rows of the 55, where halving the band height until
-// each thread had four bands gave 14 bands of 4 rows, staging 44% more input rows than it
-// computes. Where no count up to twice the fewest divides evenly, the old rule: rows halved
-// until each thread has four bands.
+// each thread had four bands gave 14 bands of 4 rows, staging far more input rows than it
+// computes. Where no count up to twice the fewest divides evenly: rows halved until each
+// thread has four bands.
 BandGrid band_grid(int64_t batch, int64_t out_h, int64_t out_w) {
   const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
   BandGrid g;
@@ -336,12 +336,11 @@ BandGrid band_grid(int64_t batch, int64_t out_h, int64_t out_w) {
 
 // A fresh output of a large call is memory the kernel is about to write in full. glibc maps
 // blocks of 32 MB and more anew on every allocation (its largest mapping threshold), and Linux
-// faults them in a 4 KB page at a time: 8 of the 30 ms of a batch-32 float32 call (37 MB) on 2
-// cores. Advised to use transparent huge pages (where THP is in "madvise" mode; "always" has
-// them anyway), the 2 MB-aligned inside of the output faults in 2 MB at a time: 30 -> 24 ms,
-// and batch 64 60 -> 47 ms. Only from 32 MB: smaller outputs may be reused heap memory, where
-// the advice cost time instead (batch 8 float32, a 9.3 MB output from the heap: 5.25 -> 6.13
-// ms). The advice covers only the output's own pages and changes no value.
+// faults them in a 4 KB page at a time: a quarter of a large call's time on 2 cores. Advised
+// to use transparent huge pages (where THP is in "madvise" mode; "always" has them anyway),
+// the 2 MB-aligned inside of the output faults in 2 MB at a time. Only from 32 MB: smaller
+// outputs may be reused heap memory, where the advice cost time instead (docs/perf-notes.md,
+// "The CPU code's choices"). The advice covers only the output's own pages and changes no value.
 constexpr int64_t kHugePageAdviceBytes = int64_t(32) << 20;
 void advise_huge_pages(void* data, int64_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

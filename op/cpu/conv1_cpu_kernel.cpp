@@ -64,7 +64,7 @@ inline Vec load(const float* p) {
 }
 
 // at::relu's rule, v < 0 ? 0 : v (NaN and -0.0 compare false and pass unchanged), as a lane
-// mask: a branch on each value's sign would mispredict half the time (+20% time measured).
+// mask: a branch on each value's sign would mispredict half the time (measured slower).
 inline Vec relu_lanes(Vec v) {
   const Vec zero = {};
   const auto negative = v < zero;  // all ones in the lanes to clear
@@ -171,7 +171,7 @@ inline void store_vector(const Band& band, Vec v, int64_t offset, int channels) 
 
 // Stores the first `pixels` of a tile's N pixels, pixel j's two vectors at lo_offset +
 // pixel_offset[j] and hi_offset + pixel_offset[j]. One switch on the output type per tile:
-// one per vector made AVX2's NCHW stores 5% slower (Intel Xeon).
+// one per vector made AVX2's NCHW stores slower (docs/perf-notes.md, "The CPU code's choices").
 template <OutType T, int N>
 inline void store_tile_as(const Band& band, const Vec (&lo)[N], const Vec (&hi)[N], int pixels,
                           int channels, int64_t lo_offset, int64_t hi_offset,
@@ -375,7 +375,7 @@ void run_band(const Band& band, const float* packed_weights, const float* bias) 
 // window pointers fit the general registers): only a band's last tile computes padding,
 // duplicates of its last pixel from `pixels` on, which are not stored, nor are channels from
 // `channels` on (zero weights padding the last block). Tiles within rows, as AVX-512's, split
-// 55 columns into tiles of 6 and 5 pixels: 4.5% slower under AVX2 (NCHW, Intel Xeon).
+// 55 columns into tiles of 6 and 5 pixels: slower under AVX2 (perf-notes, "The CPU code's choices").
 void multiply_tile(const Band& band, const float* const window[kTile], int pixels, int channels,
                    const float* w, const float* bias, int64_t c0, const int64_t (&out_pixel)[kTile]) {
   const int64_t plane_pitch = band.plane_pitch, row_pitch = band.row_pitch;
@@ -433,8 +433,8 @@ void run_band(const Band& band, const float* packed_weights, const float* bias) 
 #endif
 
 #if defined(__AVX512F__)
-// Kernel::pack_weights: 16 channels x 16 taps at a time through the transpose: about 9 us for
-// 96 channels, where the caller's element-by-element loop takes about 16 (1% of a batch-1 call).
+// Kernel::pack_weights: 16 channels x 16 taps at a time through the transpose, faster than the
+// caller's element-by-element loop (perf-notes, "The CPU code's choices").
 void pack_weights(const float* weights, int64_t channels, float* packed) {
   const int64_t blocks = (channels + kChannelBlock - 1) / kChannelBlock;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -459,7 +459,7 @@ void pack_weights(const float* weights, int64_t channels, float* packed) {
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
 // Kernel::widen_float16: staging float16 input through c10::Half's software conversion made
-// float16 calls 15-20% slower than bfloat16 ones.
+// float16 calls slower than bfloat16 ones (perf-notes, "The CPU code's choices").
 void widen_float16(const uint16_t* src, int64_t n, float* dst) {
   int64_t i = 0;
 #if defined(__AVX512F__)
@@ -484,8 +484,8 @@ void widen_float16(const uint16_t* src, int64_t n, float* dst) {
 
 #if defined(__AVX512F__)
 // Kernel::split3: 16 pixels at a time, each plane gathered from three vectors by two
-// two-source permutes. The caller's scalar loop took 6% of a channels_last float32 call, this
-// 4% (perf, batch 8, one thread): both wait on the input's reads (40 us per image alone).
+// two-source permutes, a third less time than the caller's scalar loop; both wait on the
+// input's reads (perf-notes, "The CPU code's choices").
 void split3(const float* src, int64_t n, float* d0, float* d1, float* d2) {
   float* const dst[3] = {d0, d1, d2};
   __m512i first[3], second[3];
