@@ -4,6 +4,7 @@
 #include "dispatch.h"
 
 #include <c10/util/Exception.h>
+#include <cuda.h>  // CUDA_VERSION: the toolkit the kernels were built by
 
 #include <cstdio>
 #include <cstdlib>
@@ -92,18 +93,27 @@ bool s2d_preferred(const Problem& p, const DeviceInfo& device, const Candidates&
 // from 32 tiles per SM in the Whole fit (A100; at 8-12 tiles per SM the register gather is
 // faster). Small batches keep the register gather, whose plan spreads them over more CTAs (the
 // Hopper kernel's rule, s2d_preferred).
+//
+// A CUDA 11.8 build's kernels are not CUDA 13's (docs/perf-notes.md, "CUDA 11.8"): its pair
+// producers run longer, its register gather's float32 kernels slower. Where the register gather
+// holds every channel (A100 in 16 bits, Hopper without sm_90a) that turns two rules around: 16-bit
+// NCHW pairs in the Whole fit keep the register gather, and float32 accurate takes this kernel.
+constexpr bool kBuiltByCuda11 = CUDA_VERSION < 12000;
+
 bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device, const Candidates& c) {
   constexpr int64_t kMinTilesPerSm = 4, kWholeNchwTilesPerSm = 32;
   if (!c.portable || c.portable->tiles < kMinTilesPerSm * device.sm_count) return false;
   const LaunchPlan& portable = *c.portable;
+  const bool gather_holds_all = c.gather && c.gather->fit == Fit::kWhole;
   // float32: with allow_tf32 everywhere; accurate (bf16x3) where the register gather splits the
   // channels over CTAs (163 KB and 99 KB parts); where it holds them all (Hopper-sized parts
-  // without sm_90a) it is as fast.
-  if (p.dtype == DType::kFloat32) return p.allow_tf32 || !c.gather || c.gather->fit != Fit::kWhole;
+  // without sm_90a) it is as fast, but for a CUDA 11.8 build's.
+  if (p.dtype == DType::kFloat32) return p.allow_tf32 || !gather_holds_all || kBuiltByCuda11;
   const bool channels_last = p.in_stride[1] == 1;
   if (channels_last || !c.gather || c.gather->staging == Staging::kLoads) return true;
-  return portable.staging == Staging::kPairs &&
-         (portable.fit == Fit::kHalves || portable.tiles >= kWholeNchwTilesPerSm * device.sm_count);
+  if (portable.staging != Staging::kPairs) return false;
+  if (portable.fit == Fit::kHalves) return true;
+  return !kBuiltByCuda11 && portable.tiles >= kWholeNchwTilesPerSm * device.sm_count;
 }
 
 // Where a float32 allow_tf32 call runs faster in the float32-accurate mode: GPUs planning a
