@@ -107,6 +107,18 @@ def user_env() -> dict:
     return dict(_SESSION_ENV, PATH=f"{SCRIPTS}{os.pathsep}{_SESSION_ENV.get('PATH', '')}")
 
 
+# What the op (and ATen's CPU kernels) read once per process to pick a path.
+PATH_VARIABLES = ("ALEXCONV_CPU_KERNEL", "ALEXCONV_CUDA_KERNEL", "ALEXCONV_EMULATE_DEVICE", "ATEN_CPU_CAPABILITY")
+
+
+def child_env(**env) -> dict:
+    """This process's environment for a child process, without the path variables this run
+    may have been given, then `env`: a child picks its path from `env` alone."""
+    child = {k: v for k, v in os.environ.items() if k not in PATH_VARIABLES}
+    child.update(env)
+    return child
+
+
 @pytest.fixture(scope="session")
 def readme_scratch(tmp_path_factory):
     """The folder where tests/test_readme.py follows the README."""

@@ -15,7 +15,7 @@ import torch.nn as nn
 import alexconv
 from alexconv import _compat
 from alexnets import TORCHVISION_STATE, OriginalAlexNet, TorchvisionAlexNet
-from conftest import assert_matches_reference, device_params, make_input, rel_norm_error, requires_cuda
+from conftest import assert_matches_reference, child_env, device_params, make_input, rel_norm_error, requires_cuda
 
 # TorchScript is deprecated in recent torch but scripted models must keep working.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
@@ -323,10 +323,7 @@ print(json.dumps({"replaced": [r.name for r in report.replaced], "kernels": [r.k
                   "kept": {s.name: s.reason for s in report.skipped}, "same": same,
                   "warned": [str(w.message) for w in caught], "first": type(converted.features[0]).__name__}))
 """ % (env.pop("cuda", False),)
-    child_env = {k: v for k, v in os.environ.items()
-                 if k not in ("ALEXCONV_CPU_KERNEL", "ALEXCONV_CUDA_KERNEL", "ALEXCONV_EMULATE_DEVICE")}
-    child_env.update(env)
-    done = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(**env), capture_output=True, text=True,
                           timeout=600, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])

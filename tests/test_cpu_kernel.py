@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import alexconv
-from conftest import assert_matches_reference, conv1, make_input, make_weight, requires
+from conftest import assert_matches_reference, child_env, conv1, make_input, make_weight, requires
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATHS = ["baseline", "avx2", "avx512", "aten"]
@@ -144,12 +144,6 @@ def test_16bit_outputs_are_the_float32_result_rounded(dtype, relu, generator):
     out = conv1(x, w, None, padding=0, relu=relu)
     exact = conv1(x.float(), w.float(), None, padding=0).to(dtype)
     assert bits_equal(out, relu_rule(exact) if relu else exact)
-
-
-def child_env(**env):
-    e = {k: v for k, v in os.environ.items() if k not in ("ALEXCONV_CPU_KERNEL", "ATEN_CPU_CAPABILITY")}
-    e.update(env)
-    return e
 
 
 def run_child(args, timeout=900, **env):

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import alexconv
-from conftest import CPU_KERNELS, requires_cuda
+from conftest import CPU_KERNELS, child_env, requires_cuda
 
 # What the child reports: the kernel per (dtype, allow_tf32, layout) at 224x224, batch 256 and
 # batch 2, and whether the call meets the contract there.
@@ -37,9 +37,7 @@ _PROBE = textwrap.dedent("""
 
 
 def probe(**env) -> dict:
-    child_env = {k: v for k, v in os.environ.items() if k not in ("ALEXCONV_CUDA_KERNEL", "ALEXCONV_EMULATE_DEVICE")}
-    child_env.update(env)
-    done = subprocess.run([sys.executable, "-c", _PROBE], env=child_env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _PROBE], env=child_env(**env), capture_output=True, text=True,
                           cwd=os.path.dirname(__file__), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -126,11 +124,11 @@ def test_native_hopper_never_takes_aten_or_direct():
     ("9.0:999999999", "asks for 999999999 bytes"),
 ])
 def test_bad_emulation_values_are_named(value, message):
-    child_env = dict(os.environ, ALEXCONV_EMULATE_DEVICE=value)
     code = ("import torch, alexconv\n"
             "x = torch.rand(1, 3, 224, 224, device='cuda'); w = torch.rand(96, 3, 11, 11, device='cuda')\n"
             "alexconv.conv1(x, w)\n")
-    done = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(ALEXCONV_EMULATE_DEVICE=value),
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and message in done.stderr and "ALEXCONV_EMULATE_DEVICE" in done.stderr, done.stderr[-2000:]
 
 

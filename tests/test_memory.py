@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from conftest import make_input, make_weight, requires_cuda  # noqa: E402
+from conftest import child_env, make_input, make_weight, requires_cuda  # noqa: E402
 
 # (batch, size, padding, out_channels, layout, relu): AlexNet's stem as torchvision and
 # KernelBench have it (224, pad 2), Caffe's (227, pad 0), and channel counts our CUDA kernels
@@ -135,13 +135,6 @@ def measure(device: str) -> list:
             record["op"] = peak(op)
             records.append(record)
     return records
-
-
-def child_env(**env) -> dict:
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("ALEXCONV_CPU_KERNEL", "ALEXCONV_CUDA_KERNEL", "ALEXCONV_EMULATE_DEVICE")}
-    e.update(env)
-    return e
 
 
 def measured(device: str, **env) -> list:
