@@ -122,17 +122,18 @@ bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device, const Ca
 // accurate split spreads a call over more CTAs on the 99 KB parts (four groups of 24 channels
 // against two of 48) and loads float32 rows as they are, where TF32's float16 words are
 // converted first (at batch 8 TF32 is faster again).
-bool tf32_runs_accurate(const Problem& p, const DeviceInfo& device, const Candidates& c) {
-  if (p.dtype != DType::kFloat32 || !p.allow_tf32) return false;
+// Returns the accurate call's plan where the rule applies.
+std::optional<LaunchPlan> tf32_runs_accurate(const Problem& p, const DeviceInfo& device, const Candidates& c) {
+  if (p.dtype != DType::kFloat32 || !p.allow_tf32) return std::nullopt;
   constexpr int64_t kMaxPixelsPerSm = 128;
-  if (p.batch * p.out_h * p.out_w > kMaxPixelsPerSm * device.sm_count) return false;
+  if (p.batch * p.out_h * p.out_w > kMaxPixelsPerSm * device.sm_count) return std::nullopt;
   if (!c.gather || c.gather->fit == Fit::kWhole || s2d_preferred(p, device, c) ||
       s2d_mma_sync_preferred(p, device, c)) {
-    return false;
+    return std::nullopt;
   }
   Problem accurate = p;
   accurate.allow_tf32 = false;
-  return widest_gather(accurate, device).has_value();
+  return widest_gather(accurate, device);
 }
 
 LaunchPlan aten_plan(const Problem& p) {
@@ -153,11 +154,9 @@ LaunchPlan chosen(LaunchPlan plan, const char* rule) {
 // shared memory takes; else ATen's convolution (as nn.Conv2d, far faster than the direct
 // kernel, which stays the tests' plain reference).
 LaunchPlan auto_plan(const Problem& p, const DeviceInfo& device) {
-  Candidates c = candidates(p, device);
-  if (tf32_runs_accurate(p, device, c)) {
-    Problem accurate = p;
-    accurate.allow_tf32 = false;
-    return chosen(*widest_gather(accurate, device), "tf32_runs_accurate");
+  const Candidates c = candidates(p, device);
+  if (std::optional<LaunchPlan> accurate = tf32_runs_accurate(p, device, c)) {
+    return chosen(*accurate, "tf32_runs_accurate");
   }
   if (s2d_preferred(p, device, c)) return chosen(*c.s2d, "s2d_preferred");
   if (c.gather && c.gather->kernel == Kernel::kWgmma) return chosen(*c.gather, "wgmma: Whole fit on Hopper");
