@@ -358,7 +358,7 @@ def test_tf32_meets_its_contract_far_outside_fp16_range(case, n, h, w, request):
         x[..., : w // 2] *= 1e-7  # tiles that span both halves vote on the normal half
     out = conv1(x, weight, None, allow_tf32=True)
     # The gaps are TF32's (float16 words): a call the dispatcher runs float32-accurate instead
-    # (few pixels per SM off Hopper, dispatch_problem) gives the accurate call's bits and has none.
+    # (few pixels per SM off Hopper, tf32_runs_accurate) gives the accurate call's bits and has none.
     ran_accurate = torch.equal(out, conv1(x, weight, None, allow_tf32=False))
     if not ran_accurate and (case, alexconv.conv1_kernel(x, weight, None, allow_tf32=True)) in RANGE_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: RANGE_GAPS"))
