@@ -43,12 +43,15 @@ Override kernel_override() {
 // What each family would do with the call: its plan, or none where it cannot run it. The
 // register gather is planned in its widest fit, on wgmma where it has Hopper's engine.
 struct Candidates {
-  std::optional<LaunchPlan> s2d, gather, portable;  // s2d/ on Hopper, igemm/, s2d/'s mma.sync kernel
+  std::optional<LaunchPlan> s2d, gather, portable;  // s2d/ on Hopper, igemm/, s2d_mma_sync/
 };
 
-std::optional<LaunchPlan> widest_gather(const Problem& p, const DeviceInfo& device) {
+// The register gather in the widest fit this GPU takes; Whole on wgmma where it has it and
+// `wgmma` allows.
+std::optional<LaunchPlan> widest_gather(const Problem& p, const DeviceInfo& device, bool wgmma = true) {
   for (Fit fit : {Fit::kWhole, Fit::kHalves, Fit::kQuarters}) {
-    if (auto plan = plan_igemm(p, device, fit, fit == Fit::kWhole && wgmma_available(device))) return plan;
+    const bool on_wgmma = wgmma && fit == Fit::kWhole && wgmma_available(device);
+    if (auto plan = plan_igemm(p, device, fit, on_wgmma)) return plan;
   }
   return std::nullopt;
 }
@@ -231,13 +234,8 @@ LaunchPlan plan_call(const Problem& p, const DeviceInfo& device) {
     case Override::kS2d: return forced(plan_s2d(p, device), "s2d");
     case Override::kS2dMmaSync: return forced(plan_s2d_mma_sync(p, device), "s2d_mma_sync");
     case Override::kWgmma: return forced(plan_igemm(p, device, Fit::kWhole, /*wgmma=*/true), "wgmma");
-    case Override::kMmaSync: {  // the mma.sync engine in the widest fit this GPU takes
-      std::optional<LaunchPlan> plan;
-      for (Fit fit : {Fit::kWhole, Fit::kHalves, Fit::kQuarters}) {
-        if (!plan) plan = plan_igemm(p, device, fit, /*wgmma=*/false);
-      }
-      return forced(plan, "mma_sync");
-    }
+    case Override::kMmaSync:  // the mma.sync engine in the widest fit this GPU takes
+      return forced(widest_gather(p, device, /*wgmma=*/false), "mma_sync");
     case Override::kMmaSyncSplit: {  // the narrowest split the dtype has: the 99 KB parts' kernel
       std::optional<LaunchPlan> plan = plan_igemm(p, device, Fit::kQuarters, /*wgmma=*/false);
       if (!plan) plan = plan_igemm(p, device, Fit::kHalves, /*wgmma=*/false);
