@@ -200,7 +200,7 @@ auto visit_fit(cuda::Fit fit, Visit&& visit) {
   return visit(Whole{});
 }
 
-// The register gather's plan in `fit` on `engine`: its mode, shared memory, tiles and staging.
+// The register gather's plan in `fit` on wgmma or mma.sync: its shared memory, tiles and staging.
 template <class Mode, class F>
 std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, bool wgmma, LaunchPlan plan) {
   if constexpr (!kHasFit<Mode, F>) {
