@@ -16,8 +16,8 @@ from conftest import (CPU_KERNELS, DTYPES, assert_matches_reference, conv1, devi
 OP = torch.ops.alexconv.conv1.default
 # 64: torchvision's AlexNet; 96: the original (padding 0) and KernelBench's (padding 2); the
 # range's ends and a count that is no multiple of the CPU kernel's channel block; 40 and 88,
-# multiples of 8 that the CUDA kernels run (at padding 2) with a channel group of the split
-# fits empty (40) or partly used (88).
+# multiples of 8 that the CUDA kernels run with a channel group of the split fits empty (40) or
+# partly used (88).
 CHANNELS = [64, 96, 1, 17, 256, 40, 88]
 # "other": a padding drawn per run from the rest of the range.
 PADDINGS = [0, 2, "other"]
@@ -243,15 +243,21 @@ def test_cpu_kernel_name_for_the_family(generator):
 @pytest.mark.cuda
 @pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
 def test_which_calls_our_cuda_kernels_run(relu, generator):
-    """Our CUDA kernels run padding 2 with a multiple of 8 output channels up to 96 (relu fused
-    in their epilogues); the rest of the family runs on ATen's convolution (under the op's
-    contract, checked above)."""
+    """Our CUDA kernels run every padding with a multiple of 8 output channels up to 96 (relu
+    fused in their epilogues); other channel counts run on ATen's convolution (under the op's
+    contract, checked above). The register gather's K order pairs even window columns: odd paddings take another
+    of our kernels."""
     x = make_input(2, 64, 64, device="cuda", generator=generator)
     weights = {c: make_weight(device="cuda", generator=generator, out_channels=c)
                for c in (96, 64, 8, 100, 17, 256)}
     kernel = {c: alexconv.conv1_kernel(x, *weights[c], relu=relu) for c in weights}
-    assert alexconv.conv1_kernel(x, *weights[96], padding=0, relu=relu) == "aten"
-    assert alexconv.conv1_kernel(x, *weights[64], padding=4, relu=relu) == "aten"
+    pads = {pad: alexconv.conv1_kernel(x, *weights[96], padding=pad, relu=relu) for pad in range(6)}
+    if kernel[96] == "aten":  # below sm_80 (or forced): ATen runs the whole family
+        assert set(pads.values()) == {"aten"}, pads
+    else:
+        assert "aten" not in pads.values(), pads
+        gather = {"wgmma", "mma_sync", "mma_sync_n48", "mma_sync_n24"}
+        assert not gather & {pads[1], pads[3], pads[5]}, pads
     assert kernel[100] == kernel[17] == kernel[256] == "aten", kernel
     # The covered counts take the kernel 96 channels take, whatever it is on this GPU.
     assert kernel[64] == kernel[8] == kernel[96], kernel

@@ -52,8 +52,8 @@ void copy_strides(const at::Tensor& t, int64_t (&dst)[4]) {
 
 // The kernels' view of a call whose output is `out`.
 cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
-                           const c10::optional<at::Tensor>& bias, bool allow_tf32, bool relu,
-                           const at::Tensor& out) {
+                           const c10::optional<at::Tensor>& bias, bool allow_tf32, int64_t padding,
+                           bool relu, const at::Tensor& out) {
   cuda::Problem p;
   p.input = compat::const_data_ptr(input);
   p.weight = compat::const_data_ptr(weight);
@@ -65,6 +65,7 @@ cuda::Problem make_problem(const at::Tensor& input, const at::Tensor& weight,
   p.allow_tf32 = allow_tf32;
   p.relu = relu;
   p.out_channels = weight.size(0);
+  p.pad = padding;
   p.batch = input.size(0);
   p.in_h = input.size(2);
   p.in_w = input.size(3);
@@ -98,7 +99,7 @@ at::Tensor conv1_cuda(const at::Tensor& input, const at::Tensor& weight,
   }
   at::Tensor out = conv1_empty_output(input, weight, padding);
   const cuda::LaunchPlan plan =
-      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, relu, out), current_device());
+      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, padding, relu, out), current_device());
   if (plan.kernel == cuda::Kernel::kAten) {
     // The plan read `out`'s strides and alignment; unwritten, it goes back to the caching
     // allocator before ATen allocates its own output (the same block), so the call holds one.
@@ -119,7 +120,7 @@ std::string conv1_kernel_cuda(const at::Tensor& input, const at::Tensor& weight,
   if (out.numel() == 0) return "none";  // an empty output launches nothing
   if (!cuda::kernels_cover(weight.size(0), padding)) return "aten";
   return cuda::kernel_name(
-      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, relu, out), current_device()).kernel);
+      cuda::plan_call(make_problem(input, weight, bias, allow_tf32, padding, relu, out), current_device()).kernel);
 }
 
 }  // namespace

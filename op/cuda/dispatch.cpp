@@ -215,7 +215,8 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
 }
 
 bool kernels_cover(int64_t out_channels, int64_t padding) {
-  return padding == kPad && out_channels % 8 == 0 && out_channels >= 8 && out_channels <= kOutChannels;
+  return padding >= 0 && padding <= kMaxPad && out_channels % 8 == 0 && out_channels >= 8 &&
+         out_channels <= kOutChannels;
 }
 
 LaunchPlan plan_call(const Problem& p, const DeviceInfo& device) {
@@ -224,7 +225,13 @@ LaunchPlan plan_call(const Problem& p, const DeviceInfo& device) {
                 device.minor, ") or build cannot run");
     return chosen(*plan, "ALEXCONV_CUDA_KERNEL");
   };
-  switch (kernel_override()) {
+  const Override override = kernel_override();
+  // The register gather's kernels take even paddings only (plan_igemm): forced, they leave odd
+  // ones to auto, as every forced kernel leaves the geometries outside kernels_cover to ATen.
+  const bool gather_forced =
+      override == Override::kMmaSync || override == Override::kMmaSyncSplit || override == Override::kWgmma;
+  if (gather_forced && p.pad % 2 != 0) return auto_plan(p, device);
+  switch (override) {
     case Override::kAuto: return auto_plan(p, device);
     case Override::kDirect: return chosen(plan_direct(p), "ALEXCONV_CUDA_KERNEL");
     case Override::kAten:

@@ -38,6 +38,10 @@ struct Problem {
   // zero weights) and store these: a multiple of 8 up to 96 (kernels_cover in dispatch.h);
   // the direct kernel takes any count.
   int64_t out_channels = kOutChannels;
+  // Zeros around the image on each side, 0 to kMaxPad: output (oy, ox) reads input rows from
+  // 4 oy - pad and columns from 4 ox - pad (Tile::iy0 / ix0 in the families' plans). The
+  // register gather takes even paddings only (its K order pairs even window columns).
+  int64_t pad = kPad;
   // max(y, 0) in the epilogue, as torch.relu on CUDA does it to the stored value: NaN stays
   // NaN, -0.0 becomes +0.0 (relu_output in common/dtype.cuh).
   bool relu = false;

@@ -10,6 +10,7 @@ fp16/bf16 errors include input/output rounding.
     python scripts/bench/benchmark.py --quick
     python scripts/bench/benchmark.py --sizes 224 227 256 512 --markdown benchmarks/latest.md
     python scripts/bench/benchmark.py --quick --out-channels 64 --relu   # torchvision's AlexNet's conv1 + ReLU
+    python scripts/bench/benchmark.py --quick --sizes 227 --padding 0 --relu   # the original AlexNet's
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 REPO = Path(__file__).resolve().parents[2]
-C_IN, C_OUT, K, STRIDE, PAD = 3, 96, 11, 4, 2
+C_IN, C_OUT, K, STRIDE, PAD = 3, 96, 11, 4, 2  # PAD: the default of --padding
 BASELINE = "nn.Conv2d default"
 FLUSH_BYTES = 256 * 2**20  # larger than H100/H200 L2 (50-60 MB), as in KernelBench / triton do_bench
 
@@ -84,13 +85,13 @@ def make_contenders(alexconv, compile_modes: list[str], cudnn_benchmark: bool,
     def alex(dtype, tf32=False, channels_last=False):
         def build(conv, x32):
             x, w, b = _cast(conv, x32, dtype, channels_last)
-            return lambda: alexconv.conv1(x, w, b, allow_tf32=tf32, relu=relu)
+            return lambda: alexconv.conv1(x, w, b, allow_tf32=tf32, padding=conv.padding[0], relu=relu)
         return build
 
     def cudnn(dtype, channels_last):
         def build(conv, x32):
             x, w, b = _cast(conv, x32, dtype, channels_last)
-            return lambda: act(F.conv2d(x, w, b, stride=STRIDE, padding=PAD))
+            return lambda: act(F.conv2d(x, w, b, stride=STRIDE, padding=conv.padding))
         return build
 
     def compiled(mode):
@@ -203,14 +204,14 @@ def run_contender(c: Contender, conv, x32, ref, timer) -> dict:
 
 
 def run_shape(size, batch, contenders, conv, timer, bw, seed, progress, relu=False) -> list[dict]:
-    ho = (size + 2 * PAD - K) // STRIDE + 1
+    ho = (size + 2 * conv.padding[0] - K) // STRIDE + 1
     c_out = conv.out_channels
     flops = 2 * batch * c_out * ho * ho * C_IN * K * K
     rows, x32, ref = [], None, None
     try:
         torch.manual_seed(seed + size * 7919 + batch)
         x32 = torch.rand(batch, C_IN, size, size, device="cuda")
-        ref = F.conv2d(x32.double(), conv.weight.double(), conv.bias.double(), stride=STRIDE, padding=PAD)
+        ref = F.conv2d(x32.double(), conv.weight.double(), conv.bias.double(), stride=STRIDE, padding=conv.padding)
         ref = F.relu(ref) if relu else ref
     except torch.cuda.OutOfMemoryError:
         ref = None  # no accuracy numbers, timings may still fit
@@ -406,6 +407,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-channels", type=int, default=C_OUT,
                    help="the layer's output channels (default 96; torchvision's AlexNet has 64)")
+    p.add_argument("--padding", type=int, default=PAD, choices=range(6),
+                   help="the layer's padding (default 2; the original AlexNet has 0, at 227x227)")
     p.add_argument("--relu", action="store_true", help="time conv + ReLU (alexconv's relu=True)")
     p.add_argument("--json", type=Path, default=REPO / "benchmarks/latest.json")
     p.add_argument("--plot", type=Path, default=REPO / "benchmarks/latest.png", help="'none': no plot")
@@ -442,7 +445,7 @@ def emulated_rows(cc: str, args) -> list[dict]:
         cmd = [sys.executable, __file__, "--contenders", "alexconv", "--json", str(out), "--plot", "none",
                "--batches", *map(str, args.batches), "--sizes", *map(str, args.sizes), "--timer", args.timer,
                "--warmup-ms", str(args.warmup_ms), "--rep-ms", str(args.rep_ms), "--seed", str(args.seed),
-               "--bw-gib", "0.25", "--out-channels", str(args.out_channels)] + (["--cold-l2"] if args.cold_l2 else []) + (
+               "--bw-gib", "0.25", "--out-channels", str(args.out_channels), "--padding", str(args.padding)] + (["--cold-l2"] if args.cold_l2 else []) + (
                    ["--relu"] if args.relu else [])
         env = dict(os.environ, ALEXCONV_EMULATE_DEVICE=cc)
         done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -473,14 +476,14 @@ def main(argv=None) -> int:
     timer, timer_desc = make_timer(args)
     bw = measure_bandwidth(timer, args.bw_gib)
     env = environment(timer_desc, bw)
-    env["layer"] = f"Conv2d({C_IN}, {args.out_channels}, {K}, stride={STRIDE}, padding={PAD})" + (
+    env["layer"] = f"Conv2d({C_IN}, {args.out_channels}, {K}, stride={STRIDE}, padding={args.padding})" + (
         " + ReLU" if args.relu else "")
     print("# alexconv conv1 benchmark\n")
     print("\n".join(f"- {k}: {v}" for k, v in env.items()) + "\n", flush=True)
 
     torch.manual_seed(args.seed)
     # == alexconv.Model.conv1 (at 96 channels), default init
-    conv = nn.Conv2d(C_IN, args.out_channels, K, stride=STRIDE, padding=PAD).cuda()
+    conv = nn.Conv2d(C_IN, args.out_channels, K, stride=STRIDE, padding=args.padding).cuda()
     shapes = [(s, b) for s in args.sizes for b in args.batches]
     total, done, rows = len(shapes) * len(contenders), 0, []
 

@@ -226,7 +226,7 @@ int run_all(const std::string& filter, uint64_t seed) {
       const HostData data = make_data(g, storage, seed + 1000 * gi + uint64_t(storage));
       const auto r0 = std::chrono::steady_clock::now();
       const harness::Reference ref =
-          harness::reference(data.x, data.w, g.bias_scale != 0 ? &data.b : nullptr, g.n, g.h, g.w, g.relu);
+          harness::reference(data.x, data.w, g.bias_scale != 0 ? &data.b : nullptr, g.n, g.h, g.w, g.relu, g.pad);
       reference_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
       char* in = upload(storage, l.in, data.x, 1000.0);
       char* w = upload(storage, l.weight, data.w, 1000.0);

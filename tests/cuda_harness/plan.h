@@ -24,13 +24,14 @@ using namespace alexconv::cuda;  // kernel_api.h, launch_plan.h: Problem, Device
 // One input configuration. Layouts: "nchw", "nhwc" (channels_last), "wstride2" (input only).
 // bias_scale 0: no bias; 64: a bias far larger than the sum (accumulators start at the bias).
 // channels: the weight's output channels (Problem::out_channels: a multiple of 8 up to 96);
-// relu: fused in the epilogue (Problem::relu).
+// relu: fused in the epilogue (Problem::relu); pad: Problem::pad.
 struct Group {
   int64_t n, h, w;
   const char *in_kind, *out_kind, *w_kind;
   double bias_scale;
   int64_t channels = 96;
   bool relu = false;
+  int64_t pad = 2;
 };
 // Small ragged shapes (one-past tile and stride boundaries, multi-strip plans, 16-bit boxes
 // past 256 columns; tests/test_correctness.py's reasons), one batch-8 224x224, channels_last
@@ -40,7 +41,11 @@ struct Group {
 // 16-bit pixel is one 16-byte store; 40 (Halves' first group only, Quarters' two of four) with
 // relu and no bias, where relu zeroes about half the outputs; 88 (every split group, the last
 // partly) with a channels_last weight; 96 with relu. The CPU reference costs 363 MACs per
-// output: about 5.5e9 MACs in all, well under 60 s on 16 cores.
+// output: about 5.5e9 MACs in all, well under 60 s on 16 cores. Then the other paddings (issue
+// 66): the original AlexNet's 0 at 227 with relu (a 16-bit row not 4-byte aligned) and at 224
+// into channels_last; 0 at its smallest input (11x11) and 5 at its (1x1: every tap but one is
+// padding); the odd ones (1, 3, 5), which the register gather leaves to the space-to-depth
+// kernels, on ragged shapes in both layouts; 4 on a multi-strip width.
 inline const Group kGroups[] = {
     {1, 7, 7, "nchw", "nchw", "nchw", 1},          {1, 67, 67, "nchw", "nchw", "nchw", 1},
     {3, 67, 67, "nchw", "nchw", "nchw", 0},        {3, 99, 131, "nchw", "nchw", "nchw", 1},
@@ -52,6 +57,10 @@ inline const Group kGroups[] = {
     {2, 224, 224, "nchw", "nchw", "nchw", 1, 64, true}, {2, 35, 43, "nchw", "nhwc", "nchw", 1, 8, true},
     {3, 99, 131, "nchw", "nchw", "nchw", 0, 40, true},  {2, 40, 256, "nchw", "nchw", "nhwc", 1, 88},
     {3, 67, 67, "nhwc", "nhwc", "nchw", 1, 96, true},
+    {2, 227, 227, "nchw", "nchw", "nchw", 1, 96, true, 0}, {2, 224, 224, "nchw", "nhwc", "nchw", 1, 64, false, 0},
+    {3, 11, 11, "nchw", "nchw", "nchw", 1, 96, false, 0},  {2, 1, 1, "nchw", "nchw", "nchw", 1, 96, false, 5},
+    {2, 37, 30, "nchw", "nchw", "nchw", 1, 96, false, 1},  {2, 67, 99, "nhwc", "nhwc", "nchw", 1, 40, true, 3},
+    {3, 99, 131, "nchw", "nchw", "nchw", 0, 96, true, 5},  {1, 40, 1100, "nchw", "nchw", "nchw", 1, 96, false, 4},
 };
 // Batch 0: every launcher must return without touching the output.
 inline const Group kEmpty{0, 224, 224, "nchw", "nchw", "nchw", 1};
@@ -131,7 +140,7 @@ struct Layouts {
 };
 inline Layouts layouts_of(const Group& g) {
   return {make_layout(g.in_kind, g.n, 3, g.h, g.w), make_layout(g.w_kind, g.channels, 3, 11, 11),
-          make_layout(g.out_kind, g.n, g.channels, out_size(g.h), out_size(g.w))};
+          make_layout(g.out_kind, g.n, g.channels, out_size(g.h, g.pad), out_size(g.w, g.pad))};
 }
 
 // The kernels' view of a call, as conv1_cuda.cpp make_problem builds it.
@@ -150,16 +159,17 @@ inline Problem make_problem(const Group& g, Mode mode, const Layouts& l, const c
   for (int i = 0; i < 4; ++i) {
     p.in_stride[i] = l.in.stride[i], p.weight_stride[i] = l.weight.stride[i], p.out_stride[i] = l.out.stride[i];
   }
-  p.out_channels = g.channels, p.relu = g.relu;
+  p.out_channels = g.channels, p.relu = g.relu, p.pad = g.pad;
   p.out_pixel_major = pixel_major_output(p);
   return p;
 }
 
 inline std::string describe(const Group& g) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%lldx3x%lldx%lld->%lld %s->%s w:%s %s%s", (long long)g.n, (long long)g.h,
+  std::snprintf(buf, sizeof buf, "%lldx3x%lldx%lld->%lld %s->%s w:%s %s%s%s", (long long)g.n, (long long)g.h,
                 (long long)g.w, (long long)g.channels, g.in_kind, g.out_kind, g.w_kind,
-                g.bias_scale == 0 ? "nobias" : g.bias_scale == 1 ? "bias" : "bias*64", g.relu ? " relu" : "");
+                g.bias_scale == 0 ? "nobias" : g.bias_scale == 1 ? "bias" : "bias*64", g.relu ? " relu" : "",
+                g.pad != 2 ? (" pad" + std::to_string(g.pad)).c_str() : "");
   return buf;
 }
 inline std::string case_label(const Launch& L, const std::vector<DeviceClass>& classes, Mode mode, const std::string& shape) {

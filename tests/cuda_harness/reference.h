@@ -143,11 +143,11 @@ inline std::vector<double> gather(Mode m, const Layout& l, const unsigned char* 
   return dense;
 }
 
-// ---- The float64 reference, F.conv2d(x, w, b, stride=4, padding=2) on dense NCHW values, and
+// ---- The float64 reference, F.conv2d(x, w, b, stride=4, padding=pad) on dense NCHW values, and
 // its magnitude sum |x|*|w| + |b| (the scale of a rounded path's error), per output element.
 // The output channels are the weight's: w.size() / 363.
 constexpr int64_t kC = 3, kK = 11, kS = 4, kP = 2, kTaps = kC * kK * kK;
-inline int64_t out_size(int64_t in) { return (in + 2 * kP - kK) / kS + 1; }
+inline int64_t out_size(int64_t in, int64_t pad = kP) { return (in + 2 * pad - kK) / kS + 1; }
 
 struct Reference {
   std::vector<double> value, magnitude;  // dense [n][channels][oh][ow], the convolution before relu
@@ -166,8 +166,8 @@ inline double expected(Mode m, const Reference& r, size_t i) {
 // Each output pixel gathers its 363 taps (zeros in the padding) once, then takes one dot
 // product per channel: 363 MACs per output, threads over rows of output pixels.
 inline Reference reference(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* b,
-                           int64_t n, int64_t h, int64_t wd, bool relu) {
-  const int64_t oh = out_size(h), ow = out_size(wd), channels = int64_t(w.size()) / kTaps;
+                           int64_t n, int64_t h, int64_t wd, bool relu, int64_t pad = kP) {
+  const int64_t oh = out_size(h, pad), ow = out_size(wd, pad), channels = int64_t(w.size()) / kTaps;
   Reference r;
   r.relu = relu;
   r.value.assign(size_t(n * channels * oh * ow), 0.0);
@@ -182,7 +182,7 @@ inline Reference reference(const std::vector<double>& x, const std::vector<doubl
         for (int64_t c = 0, k = 0; c < kC; ++c)
           for (int64_t ky = 0; ky < kK; ++ky)
             for (int64_t kx = 0; kx < kK; ++kx, ++k) {
-              const int64_t iy = oy * kS - kP + ky, ix = ox * kS - kP + kx;
+              const int64_t iy = oy * kS - pad + ky, ix = ox * kS - pad + kx;
               const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < wd;
               patch[k] = inside ? x[size_t(((in * kC + c) * h + iy) * wd + ix)] : 0.0;
               pabs[k] = std::fabs(patch[k]);

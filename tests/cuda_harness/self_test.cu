@@ -30,8 +30,8 @@ void expect(bool ok, const std::string& what) {
 // The reference by the definition, loop by loop, with none of reference()'s structure; the
 // weight's rows are the output channels.
 std::vector<double> naive(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* b,
-                          int64_t n, int64_t h, int64_t wd) {
-  const int64_t oh = (h + 4 - 11) / 4 + 1, ow = (wd + 4 - 11) / 4 + 1, oc = int64_t(w.size()) / (3 * 11 * 11);
+                          int64_t n, int64_t h, int64_t wd, int64_t pad) {
+  const int64_t oh = (h + 2 * pad - 11) / 4 + 1, ow = (wd + 2 * pad - 11) / 4 + 1, oc = int64_t(w.size()) / (3 * 11 * 11);
   std::vector<double> y(size_t(n * oc * oh * ow));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t o = 0; o < oc; ++o)
@@ -41,7 +41,7 @@ std::vector<double> naive(const std::vector<double>& x, const std::vector<double
           for (int64_t ci = 0; ci < 3; ++ci)
             for (int64_t ky = 0; ky < 11; ++ky)
               for (int64_t kx = 0; kx < 11; ++kx) {
-                const int64_t yy = 4 * r + ky - 2, xx = 4 * c + kx - 2;
+                const int64_t yy = 4 * r + ky - pad, xx = 4 * c + kx - pad;
                 if (yy < 0 || yy >= h || xx < 0 || xx >= wd) continue;
                 s += x[size_t(((i * 3 + ci) * h + yy) * wd + xx)] * w[size_t(((o * 3 + ci) * 11 + ky) * 11 + kx)];
               }
@@ -83,14 +83,16 @@ int self_test() {
            "NaN stays NaN in 16 bits");
   }
   // 2. reference() against the naive loops, with and without bias, ragged small shapes, 96
-  // channels and fewer (relu leaves the values alone: it acts in expected()).
+  // channels and fewer, every padding (relu leaves the values alone: it acts in expected()).
   for (const Group& g : {Group{2, 15, 19, "nchw", "nchw", "nchw", 1}, Group{1, 7, 7, "nchw", "nchw", "nchw", 0},
                          Group{1, 30, 11, "nchw", "nchw", "nchw", 64}, Group{2, 15, 19, "nchw", "nchw", "nchw", 1, 8},
-                         Group{1, 23, 27, "nchw", "nchw", "nchw", 0, 40, true}, Group{1, 19, 15, "nchw", "nchw", "nchw", 1, 88}}) {
+                         Group{1, 23, 27, "nchw", "nchw", "nchw", 0, 40, true}, Group{1, 19, 15, "nchw", "nchw", "nchw", 1, 88},
+                         Group{1, 11, 13, "nchw", "nchw", "nchw", 1, 96, false, 0}, Group{2, 9, 14, "nchw", "nchw", "nchw", 1, 8, false, 1},
+                         Group{1, 5, 3, "nchw", "nchw", "nchw", 1, 16, false, 4}, Group{1, 1, 2, "nchw", "nchw", "nchw", 0, 24, false, 5}}) {
     const HostData d = make_data(g, Mode::kFloat32, 11);
     const std::vector<double>* b = g.bias_scale != 0 ? &d.b : nullptr;
-    const harness::Reference r = harness::reference(d.x, d.w, b, g.n, g.h, g.w, g.relu);
-    const std::vector<double> y = naive(d.x, d.w, b, g.n, g.h, g.w);
+    const harness::Reference r = harness::reference(d.x, d.w, b, g.n, g.h, g.w, g.relu, g.pad);
+    const std::vector<double> y = naive(d.x, d.w, b, g.n, g.h, g.w, g.pad);
     double worst = 0;
     bool mag_ok = true;
     for (size_t i = 0; i < y.size(); ++i) {
@@ -99,7 +101,7 @@ int self_test() {
     }
     char diff[32];
     std::snprintf(diff, sizeof diff, "%.3g", worst);
-    expect(r.value.size() == size_t(g.n * g.channels * harness::out_size(g.h) * harness::out_size(g.w)) &&
+    expect(r.value.size() == size_t(g.n * g.channels * harness::out_size(g.h, g.pad) * harness::out_size(g.w, g.pad)) &&
                r.value.size() == y.size() && worst < 1e-12 && mag_ok,
            "reference == naive loops on " + describe(g) + " (max diff " + diff + ")");
   }

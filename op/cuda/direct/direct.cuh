@@ -30,7 +30,7 @@ __device__ float weight_tap(const Problem& p, int64_t co, int64_t ci, int64_t r,
 // fallback, 16-byte spills in its 16-bit variants.
 template <DType T>
 __device__ bool padding_meets_nonfinite_weight(const Problem& p, int64_t co, int64_t oy, int64_t ox) {
-  const int64_t y0 = oy * kStride - kPad, x0 = ox * kStride - kPad;
+  const int64_t y0 = oy * kStride - p.pad, x0 = ox * kStride - p.pad;
   if (y0 >= 0 && x0 >= 0 && y0 + kKernel <= p.in_h && x0 + kKernel <= p.in_w) return false;
   bool poisoned = false;
   for (int64_t ci = 0; ci < kInChannels; ++ci) {
@@ -53,10 +53,10 @@ __device__ float direct_output(const Problem& p, int64_t n, int64_t co, int64_t 
   float acc = b ? to_float<T>(b[co * p.bias_stride]) : 0.f;
   for (int64_t ci = 0; ci < kInChannels; ++ci) {
     for (int64_t r = 0; r < kKernel; ++r) {
-      const int64_t iy = oy * kStride - kPad + r;
+      const int64_t iy = oy * kStride - p.pad + r;
       if (iy < 0 || iy >= p.in_h) continue;
       for (int64_t s = 0; s < kKernel; ++s) {
-        const int64_t ix = ox * kStride - kPad + s;
+        const int64_t ix = ox * kStride - p.pad + s;
         if (ix < 0 || ix >= p.in_w) continue;
         const float x = to_float<T>(in[n * p.in_stride[0] + ci * p.in_stride[1] +
                                        iy * p.in_stride[2] + ix * p.in_stride[3]]);

@@ -19,7 +19,9 @@ namespace igemm {
 
 constexpr int kSteps = 8;                    // 128 padded taps per channel / 16
 using mma::kTapsPerChannel;
-static_assert(kTapsPerChannel == kKernel * kKernel && kStride % 2 == 0 && kPad % 2 == 0,
+// Window columns start even where the stride and the padding are (plan_igemm takes even
+// paddings only).
+static_assert(kTapsPerChannel == kKernel * kKernel && kStride % 2 == 0,
               "the paired K order (common/operand_modes.cuh) needs even window columns");
 
 

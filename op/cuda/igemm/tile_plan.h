@@ -44,6 +44,7 @@ struct TilePlan {
   // Dividers by strips * tiles_per_strip, strips, and the two strip widths.
   Divider by_per_image, by_strips, by_narrow, by_wide;
   CtaOrder order;  // the identity unless the launch sets one for its grid
+  int64_t pad = kPad;  // the call's padding (Problem::pad), which places each tile's window
 };
 
 struct Tile {
@@ -52,7 +53,11 @@ struct Tile {
   int64_t q_begin = 0, q_end = 0;   // strip-local pixel numbers [q_begin, q_end)
   int64_t oy0 = 0;                  // first output row
   int64_t rows = 0, cols = 0;       // input window; rows == 0 for an empty tile
+  int64_t pad = 0;                  // the call's padding
   Divider by_width;
+  // The input row and column of the window's (0, 0): output row oy0's and column x0's first tap.
+  ALEXCONV_HOST_DEVICE int64_t iy0() const { return oy0 * kStride - pad; }
+  ALEXCONV_HOST_DEVICE int64_t ix0() const { return x0 * kStride - pad; }
 };
 
 // Windows travel in copy units of up to 16 bytes that start 16-byte aligned in
@@ -66,7 +71,7 @@ constexpr int kWindowPad = 16;
 
 ALEXCONV_HOST_DEVICE inline int window_skew(const Tile& t, int elem_bytes) {
   const int per_unit = kCopyBytes / elem_bytes;
-  const int64_t ix0 = t.x0 * kStride - kPad;
+  const int64_t ix0 = t.ix0();
   return int(((ix0 % per_unit) + per_unit) % per_unit);
 }
 
@@ -87,6 +92,7 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const TilePlan& plan, int64_t index
   t.n = n;
   t.x0 = columns.x0;
   t.width = width;
+  t.pad = plan.pad;
   // Strips are out_w / strips columns wide, or one more.
   t.by_width = width == plan.by_narrow.divisor ? plan.by_narrow : plan.by_wide;
   const int strip_pixels = int(plan.out_h) * width;
@@ -120,8 +126,9 @@ inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
 // is picked from 192, 128 and 64 pixels (whole wgmma row tiles) to minimise
 // waves x (pixels + a per-tile overhead of ~64 pixels' worth): small batches get
 // small tiles that reach every multiprocessor, large ones keep full tiles.
-inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t slots = 1) {
+inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t pad, int64_t slots = 1) {
   TilePlan best;
+  best.pad = pad;
   if (out_h <= 0 || out_w <= 0) return best;
   best.out_h = out_h;
   best.out_w = out_w;

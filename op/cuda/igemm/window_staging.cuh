@@ -74,7 +74,7 @@ __device__ void load_window(typename Mode::Raw (&regs)[kLoadsPerThread], const P
   const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                     channel * p.in_stride[1];
   // Window origin in input coordinates; every window index fits in int32.
-  const int iy0 = int(tile.oy0 * kStride - kPad), ix0 = int(tile.x0 * kStride - kPad);
+  const int iy0 = int(tile.iy0()), ix0 = int(tile.ix0());
   const int cols = int(tile.cols);
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
   const int64_t row_step = int64_t(kProducerWarps) * p.in_stride[2];
@@ -162,7 +162,7 @@ __device__ __forceinline__ void load_window_units(float4 (&units)[kUnitsPerThrea
   if (tile.rows == 0) return;
   const float* base = static_cast<const float*>(p.input) + tile.n * p.in_stride[0] + channel * p.in_stride[1];
   const int skew = window_skew(tile, 4);
-  const int iy0 = int(tile.oy0 * kStride - kPad), ix_base = int(tile.x0 * kStride - kPad) - skew;
+  const int iy0 = int(tile.iy0()), ix_base = int(tile.ix0()) - skew;
   const unsigned height = unsigned(p.in_h);
   const int width = int(p.in_w);
   WindowUnits(tile, skew).for_each(tile, thread, [&](int i, int row, int unit) {
@@ -210,7 +210,7 @@ __device__ __forceinline__ void for_each_window_column(const Tile& tile, int ske
   constexpr int kWarps = kProducerWarps;
   const int rows = int(tile.rows);
   const int first = skew / kPerUnit, end = (skew + int(tile.cols) + kPerUnit - 1) / kPerUnit;
-  const int ix_base = int(tile.x0 * kStride - kPad) - skew;  // a multiple of kPerUnit
+  const int ix_base = int(tile.ix0()) - skew;  // a multiple of kPerUnit
   const int chunks = (end - first + 31) / 32;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int unit = first + chunk * 32 + lane;
@@ -232,7 +232,7 @@ __device__ void issue_window_async(typename Mode::Word* slot, const Problem& p, 
   constexpr int kPerUnit = kBytes / int(sizeof(Raw));
   const Raw* base = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                     channel * p.in_stride[1];
-  const int iy0 = int(tile.oy0 * kStride - kPad), rows = int(tile.rows);
+  const int iy0 = int(tile.iy0()), rows = int(tile.rows);
   const unsigned height = unsigned(p.in_h);
   const int width = int(p.in_w);
   const uint32_t slot_addr = smem_address(slot);
@@ -269,8 +269,8 @@ __device__ void issue_window_tma(Word* slot, const void* map, const TilePlan& pl
   }
   barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.pitch * sizeof(Word)));
   tma_load_box(smem_address(slot), map,
-               int(tile.x0 * kStride - kPad) - window_skew(tile, sizeof(Word)),
-               int(tile.oy0 * kStride - kPad), channel, int(tile.n), landed);
+               int(tile.ix0()) - window_skew(tile, sizeof(Word)),
+               int(tile.iy0()), channel, int(tile.n), landed);
 }
 
 // convert_window with the rounding fixed at compile time: the window's rows as

@@ -56,7 +56,7 @@ struct BoxCopies {
   // The first input column of a tile's box, 16-byte aligned (the hardware needs it),
   // and how far into each box row the window's column 0 sits.
   __device__ static int skew(const Tile& tile) {
-    return int(((tile.x0 * kStride - kPad) % kPerUnit<Raw> + kPerUnit<Raw>) % kPerUnit<Raw>);
+    return int((tile.ix0() % kPerUnit<Raw> + kPerUnit<Raw>) % kPerUnit<Raw>);
   }
   // What a producer thread keeps per unit (in shared memory): its first element's
   // offset from the window's (0, 0).
@@ -66,7 +66,7 @@ struct BoxCopies {
   __device__ void issue(unsigned char* raw, const Problem&, const Plan& plan, const Tile& tile,
                         int channel, uint64_t* landed) const {
     barrier_arrive_expect_bytes(landed, uint32_t(plan.box_rows * plan.box_cols * sizeof(Raw)));
-    const int x = int(tile.x0 * kStride - kPad) - skew(tile), y = int(tile.oy0 * kStride - kPad);
+    const int x = int(tile.ix0()) - skew(tile), y = int(tile.iy0());
     if (plan.box_in_units) {
       tma_load_box_in_units(smem_address(raw), map, x / kPerUnit<Raw>, y, channel, int(tile.n), landed);
     } else {
@@ -123,7 +123,7 @@ struct SpanCopies {
   // headroom, not a need: a copy starts at or after `origin` rounded down to 16 bytes,
   // so origin % 16 alone would keep it in the slot (make_span_plan counts the 16).
   __device__ static int landing(const Problem& p, const Tile& tile, int channel) {
-    const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
+    const int row0 = int(tile.iy0()), col0 = int(tile.ix0());
     const uint32_t element = uint32_t(tile.n) * uint32_t(p.in_stride[0]) +
                              uint32_t(kAllChannels ? 0 : channel) * uint32_t(p.in_stride[1]) +
                              uint32_t(row0) * uint32_t(p.in_stride[2]) + uint32_t(col0 * kColumnStride);
@@ -145,7 +145,7 @@ struct SpanCopies {
   };
   __device__ Range range(const Problem& p, const Plan& plan, const Tile& tile, int channel) const {
     Range r;
-    const int64_t row0 = tile.oy0 * kStride - kPad, col0 = tile.x0 * kStride - kPad;
+    const int64_t row0 = tile.iy0(), col0 = tile.ix0();
     const int64_t r0 = max(row0, int64_t(0)), r1 = min(row0 + plan.box_rows, p.in_h) - 1;
     const int64_t c0 = max(col0, int64_t(0)), c1 = min(col0 + kStride * plan.wv, p.in_w) - 1;
     if (r0 <= r1 && c0 <= c1) {
@@ -184,7 +184,7 @@ struct SpanCopies {
   };
   __device__ Stage stage(const unsigned char* raw, const Problem& p, const Tile& tile, int channel) const {
     const int origin = landing(p, tile, channel) + (kAllChannels ? channel * kElem : 0);
-    return {raw, origin, int(tile.oy0 * kStride - kPad), int(tile.x0 * kStride - kPad)};
+    return {raw, origin, int(tile.iy0()), int(tile.ix0())};
   }
   // Masks: rows and columns outside the input read bytes of other rows (or none the
   // copy wrote) and become 0, as a box's zero fill. 16-bit rows are 2-byte aligned:

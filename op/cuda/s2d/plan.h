@@ -1,7 +1,7 @@
 // How the space-to-depth kernel (s2d.cu) sees the problem and cuts it into
 // CTA tiles, shared by the host planner and the kernel.
 //
-// Stride 4 folds into channels: input element (c, 4Y + ry - 2, 4X + rx - 2) is
+// Stride 4 folds into channels: input element (c, 4Y + ry - pad, 4X + rx - pad) is
 // phase (ry, rx) of cell (Y, X), and the 11x11 stride-4 convolution becomes a 3x3
 // stride-1 one over 16 phases per input channel (taps ky = 4 dy + ry, kx = 4 dx + rx;
 // ky or kx = 11 are zero weights). Output pixel (oy, ox) at tap (dy, dx) reads cell
@@ -55,6 +55,7 @@ struct Plan {
   // Row-span staging (s2d/copies_sm90.cuh): box_rows rows per window (box_cols stays 0),
   // and the input's last 16-byte boundary (an address), past which no copy reads.
   int64_t span_end = 0;
+  int64_t pad = kPad;  // the call's padding (Problem::pad), which places each tile's window
   Divider by_per_image, by_strips, by_wv;
 };
 
@@ -67,6 +68,11 @@ struct Tile {
   // (base) or where the window starts in that row (skip), as plan.from_tile says.
   int64_t base = 0;             // the first pixel's cell in the window
   int64_t skip = 0;             // the window's first cell's column in row oy0
+  int64_t pad = 0;              // the call's padding
+  // The input row and column of cell (oy0, x0)'s phase (0, 0): cell (Y, X) holds input rows
+  // 4 Y - pad .. 4 Y - pad + 3 (the header's 4Y + ry - 2 at padding 2).
+  ALEXCONV_HOST_DEVICE int64_t iy0() const { return oy0 * kStride - pad; }
+  ALEXCONV_HOST_DEVICE int64_t ix0() const { return x0 * kStride - pad; }
 };
 
 // Cells a window must hold: a tile's last pixel at tap (2, 2) reads cell
@@ -79,9 +85,10 @@ ALEXCONV_HOST_DEVICE inline int64_t window_rows(const Plan& plan) { return kStri
 
 // records: the cells a window slot's plane holds (kPlaneRecords, or a portable fit's);
 // from_tile: where windows start (Plan).
-inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t records = kPlaneRecords,
+inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t pad, int64_t records = kPlaneRecords,
                       bool from_tile = false) {
   Plan plan;
+  plan.pad = pad;
   plan.out_h = out_h;
   plan.out_w = out_w;
   plan.from_tile = from_tile;
@@ -119,6 +126,7 @@ ALEXCONV_HOST_DEVICE inline Tile decode_tile(const Plan& plan, int64_t index) {
   t.n = n;
   t.x0 = columns.x0;
   t.width = columns.width;
+  t.pad = plan.pad;
   t.v0 = int64_t(in_strip) * kTilePixels;
   t.oy0 = plan.by_wv.small(int(t.v0));
   const int64_t column = t.v0 - t.oy0 * plan.wv;

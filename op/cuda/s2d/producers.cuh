@@ -58,7 +58,7 @@ __device__ __forceinline__ void load_units(Raw (&v)[kUnits][kUnitValues], const 
   const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] +
                      channel * p.in_stride[1];
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
-  const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
+  const int row0 = int(tile.iy0()), col0 = int(tile.ix0());
 #pragma unroll
   for (int k = 0; k < kUnits; ++k) {
     const ThreadUnit unit = thread_unit(plan, thread, k, int(tile.skip));

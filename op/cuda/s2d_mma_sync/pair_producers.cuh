@@ -2,7 +2,7 @@
 // (pairs_apply): windows loaded as column pairs, 16-bit ones three stages in flight. (Elsewhere
 // it takes the element-load producers of s2d/producers.cuh.)
 //
-// A unit's row segment is 4 columns from 2 before a cell's first, so with even rows and widths
+// A unit's row segment is 4 columns from an even one (the padding is even), so with even rows and widths
 // each half of it is one aligned word -- 4 bytes of 16-bit values, which are already a record's
 // word, or 8 of float32 (rounded to fp16 words, or split into bf16x3's hi and lo records) --
 // wholly inside the image or wholly outside: 4 loads a unit instead of 8. And 16-bit loads are
@@ -32,7 +32,7 @@ namespace s2d {
 // row and channel starting at an even element of an input aligned to a pair.
 inline bool pairs_apply(const Problem& p) {
   const int64_t elem = element_bytes(p.dtype);
-  return p.in_stride[3] == 1 && p.in_w % 2 == 0 && p.in_stride[2] % 2 == 0 && p.in_stride[1] % 2 == 0 &&
+  return p.pad % 2 == 0 && p.in_stride[3] == 1 && p.in_w % 2 == 0 && p.in_stride[2] % 2 == 0 && p.in_stride[1] % 2 == 0 &&
          p.in_stride[0] % 2 == 0 && reinterpret_cast<uintptr_t>(p.input) % (2 * elem) == 0;
 }
 
@@ -50,7 +50,7 @@ __device__ __forceinline__ void load_pairs(PairStage<Mode, kUnits>& stage, const
   using Raw = typename Mode::Raw;
   const Raw* image = static_cast<const Raw*>(p.input) + tile.n * p.in_stride[0] + channel * p.in_stride[1];
   const unsigned height = unsigned(p.in_h), width = unsigned(p.in_w);
-  const int row0 = int(tile.oy0 * kStride - kPad), col0 = int(tile.x0 * kStride - kPad);
+  const int row0 = int(tile.iy0()), col0 = int(tile.ix0());
 #pragma unroll
   for (int k = kFrom; k < kTo; ++k) {
     const ThreadUnit unit = thread_unit(plan, thread, k, int(tile.skip));
