@@ -105,15 +105,17 @@ constexpr bool kBuiltByCuda11 = CUDA_VERSION < 12000;
 
 bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device, const Candidates& c) {
   constexpr int64_t kMinTilesPerSm = 4, kWholeNchwTilesPerSm = 32;
-  if (!c.portable || c.portable->tiles < kMinTilesPerSm * device.sm_count) return false;
+  if (!c.portable) return false;
+  if (!c.gather) return true;  // the only one of ours that can (odd paddings)
+  if (c.portable->tiles < kMinTilesPerSm * device.sm_count) return false;
   const LaunchPlan& portable = *c.portable;
-  const bool gather_holds_all = c.gather && c.gather->fit == Fit::kWhole;
+  const bool gather_holds_all = c.gather->fit == Fit::kWhole;
   // float32: with allow_tf32 everywhere; accurate (bf16x3) where the register gather splits the
   // channels over CTAs (163 KB and 99 KB parts); where it holds them all (Hopper-sized parts
   // without sm_90a) it is as fast, but for a CUDA 11.8 build's.
   if (p.dtype == DType::kFloat32) return p.allow_tf32 || !gather_holds_all || kBuiltByCuda11;
   const bool channels_last = p.in_stride[1] == 1;
-  if (channels_last || !c.gather || c.gather->staging == Staging::kLoads) return true;
+  if (channels_last || c.gather->staging == Staging::kLoads) return true;
   if (portable.staging != Staging::kPairs) return false;
   if (portable.fit == Fit::kHalves) return true;
   return !kBuiltByCuda11 && portable.tiles >= kWholeNchwTilesPerSm * device.sm_count;
