@@ -178,8 +178,8 @@ bool order_ok(TilePlan& plan, long sms) {
 
 // records, from_tile: the Hopper kernel's planes and row-start windows, or a portable fit's
 // planes and windows from each tile's first pixel.
-bool s2d_plan_ok(long n, long h, long w, long oh, long ow, long records, bool from_tile) {
-  const s2d::Plan plan = s2d::make_plan(n, oh, ow, records, from_tile);
+bool s2d_plan_ok(long n, long h, long w, long oh, long ow, long records, bool from_tile, long pad) {
+  const s2d::Plan plan = s2d::make_plan(n, oh, ow, records, from_tile, pad);
   if (plan.strips == 0 || plan.cells > records || plan.wv < (ow + plan.strips - 1) / plan.strips + 2) {
     std::printf("bad s2d plan for %ld %ld %ld (%ld-cell planes): strips %ld cells %ld\n", n, h, w, records,
                 long(plan.strips), long(plan.cells));
@@ -191,6 +191,12 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow, long records, bool fr
     const long column = from_tile ? tile.skip : tile.base;
     if (column < 0 || column >= plan.wv || (from_tile ? tile.base : tile.skip) != 0) {
       std::printf("s2d tile %ld of %ld %ld %ld: base %ld skip %ld\n", t, n, h, w, long(tile.base), long(tile.skip));
+      return false;
+    }
+    // Cell (oy0, x0)'s phase (0, 0) is input (4 oy0 - pad, 4 x0 - pad): the call's padding.
+    if (tile.iy0() != tile.oy0 * kStride - pad || tile.ix0() != tile.x0 * kStride - pad) {
+      std::printf("s2d tile %ld of %ld %ld %ld at padding %ld: window origin (%ld, %ld)\n", t, n, h, w, pad,
+                  long(tile.iy0()), long(tile.ix0()));
       return false;
     }
     for (long local = 0; local < kTilePixels; ++local) {
@@ -224,10 +230,10 @@ bool s2d_plan_ok(long n, long h, long w, long oh, long ow, long records, bool fr
 
 int main() {
   if (!dividers_ok() || !s2d_limits_ok() || !gather_limits_ok()) return 1;
-  long n, h, w, sms;
-  while (std::scanf("%ld %ld %ld %ld", &n, &h, &w, &sms) == 4) {
-    const long oh = conv1_out_size<long>(h, kPad), ow = conv1_out_size<long>(w, kPad);
-    TilePlan plan = make_tile_plan(n, oh, ow, sms);
+  long n, h, w, sms, pad;
+  while (std::scanf("%ld %ld %ld %ld %ld", &n, &h, &w, &sms, &pad) == 5) {
+    const long oh = conv1_out_size<long>(h, pad), ow = conv1_out_size<long>(w, pad);
+    TilePlan plan = make_tile_plan(n, oh, ow, sms, pad);
     if (plan.tile_pixels < 1 || plan.tile_pixels > kTilePixels || plan.pitch % 32 != 0 ||
         plan.pitch < window_extent((ow + plan.strips - 1) / plan.strips)) {
       std::printf("bad plan for %ld %ld %ld: pixels %ld pitch %ld\n", n, h, w,
@@ -240,6 +246,13 @@ int main() {
                                 plan.tiles > 0 ? window_box(plan, 4) : WindowBox{}};
     for (long t = 0; t < plan.tiles; ++t) {
       const Tile tile = decode_tile(plan, t);
+      // The window's (0, 0) is input (4 oy0 - pad, 4 x0 - pad), the skew within a copy unit.
+      if (tile.rows > 0 && (tile.iy0() != tile.oy0 * kStride - pad || tile.ix0() != tile.x0 * kStride - pad ||
+                            ((tile.ix0() - window_skew(tile, 2)) % 8 + 8) % 8 != 0)) {
+        std::printf("tile %ld of %ld %ld %ld at padding %ld: window origin (%ld, %ld)\n", t, n, h, w, pad,
+                    long(tile.iy0()), long(tile.ix0()));
+        return 1;
+      }
       for (int b = 0; b < 2; ++b) {
         const int bytes = 2 * (b + 1);
         if (boxes[b].cols > 0 && tile.rows > 0 &&
@@ -283,8 +296,8 @@ int main() {
       }
     }
     // The Hopper kernel's planes; the portable kernel's (s2d_mma_sync.cu: Thirds, Whole and Halves).
-    if (!s2d_plan_ok(n, h, w, oh, ow, s2d::kPlaneRecords, false) || !s2d_plan_ok(n, h, w, oh, ow, 352, true) ||
-        !s2d_plan_ok(n, h, w, oh, ow, 384, true)) {
+    if (!s2d_plan_ok(n, h, w, oh, ow, s2d::kPlaneRecords, false, pad) ||
+        !s2d_plan_ok(n, h, w, oh, ow, 352, true, pad) || !s2d_plan_ok(n, h, w, oh, ow, 384, true, pad)) {
       return 1;
     }
   }

@@ -209,7 +209,7 @@ std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, bo
     plan.smem = SmemLayout<Mode, F>::kTotal;
     if (plan.smem > device.max_smem_per_block_optin) return std::nullopt;
     // Tile sizes balance the CTAs one group has (one CTA per SM).
-    plan.igemm = make_tile_plan(p.batch, p.out_h, p.out_w, p.pad, std::max(device.sm_count / F::kGroups, 1));
+    plan.igemm = make_tile_plan(p.batch, p.out_h, p.out_w, std::max(device.sm_count / F::kGroups, 1), p.pad);
     if (plan.igemm.strips == 0) return std::nullopt;
     plan.tiles = plan.igemm.tiles;
     const Staging copies = copy_staging<Mode>(p);

@@ -125,8 +125,9 @@ inline int64_t max_window_rows(int64_t pixels, int64_t width, int64_t out_h) {
 // Then, with `slots` CTAs resident at once (a persistent grid), the tile size
 // is picked from 192, 128 and 64 pixels (whole wgmma row tiles) to minimise
 // waves x (pixels + a per-tile overhead of ~64 pixels' worth): small batches get
-// small tiles that reach every multiprocessor, large ones keep full tiles.
-inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t pad, int64_t slots = 1) {
+// small tiles that reach every multiprocessor, large ones keep full tiles. pad: the call's
+// padding (Problem::pad), which places each tile's window.
+inline TilePlan make_tile_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t slots = 1, int64_t pad = kPad) {
   TilePlan best;
   best.pad = pad;
   if (out_h <= 0 || out_w <= 0) return best;

@@ -84,9 +84,9 @@ ALEXCONV_HOST_DEVICE inline int64_t window_cells(int64_t wv, bool from_tile) {
 ALEXCONV_HOST_DEVICE inline int64_t window_rows(const Plan& plan) { return kStride * ((plan.cells + plan.wv - 1) / plan.wv); }
 
 // records: the cells a window slot's plane holds (kPlaneRecords, or a portable fit's);
-// from_tile: where windows start (Plan).
-inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t pad, int64_t records = kPlaneRecords,
-                      bool from_tile = false) {
+// from_tile: where windows start (Plan); pad: the call's padding (Problem::pad).
+inline Plan make_plan(int64_t batch, int64_t out_h, int64_t out_w, int64_t records = kPlaneRecords,
+                      bool from_tile = false, int64_t pad = kPad) {
   Plan plan;
   plan.pad = pad;
   plan.out_h = out_h;

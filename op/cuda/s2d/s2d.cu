@@ -316,7 +316,7 @@ bool pixel_spans_apply(const Problem& p, Plan& plan, const DeviceInfo& device) {
 template <class Mode>
 std::optional<LaunchPlan> plan_in(const Problem& p, const DeviceInfo& device, LaunchPlan plan) {
   if (SmemLayout<Mode, Staging::kLoads>::kTotal > device.max_smem_per_block_optin) return std::nullopt;
-  plan.s2d = make_plan(p.batch, p.out_h, p.out_w, p.pad);
+  plan.s2d = make_plan(p.batch, p.out_h, p.out_w, kPlaneRecords, /*from_tile=*/false, p.pad);
   if (plan.s2d.strips == 0) return std::nullopt;
   plan.tiles = plan.s2d.tiles;
   plan.units = units_per_thread(plan.s2d);

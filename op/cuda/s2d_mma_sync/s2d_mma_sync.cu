@@ -221,7 +221,7 @@ template <class Mode, class F>
 std::optional<LaunchPlan> plan_fit(const Problem& p, LaunchPlan plan) {
   plan.fit = cuda::Fit(F::kGroups);
   plan.smem = Layout<Mode, F>::kTotal;
-  plan.s2d = make_plan(p.batch, p.out_h, p.out_w, p.pad, F::kRecords, /*from_tile=*/true);
+  plan.s2d = make_plan(p.batch, p.out_h, p.out_w, F::kRecords, /*from_tile=*/true, p.pad);
   if (plan.s2d.strips == 0) return std::nullopt;
   plan.tiles = plan.s2d.tiles;
   plan.units = units_per_thread(plan.s2d);
