@@ -100,9 +100,10 @@ __device__ __forceinline__ int col_k16(int t, int j) { return 2 * t + (j & 1) + 
 // 128 k indices multiplies. A thread's cols j = 0, 1 and j = 2, 3 of a step are
 // pairs (each mode maps col -> pair slot and member). Pairs 0..54 are the
 // neighbouring taps (ky, kx), (ky, kx + 1) with kx even: every pixel's window
-// column is even (stride 4, pad 2, even skews), so such a pair is one aligned
-// 4-byte (16-bit words) or 8-byte (32-bit words) load from the window. Pairs 56..61
-// hold the 11 taps of column kx = 10 and are loaded tap by tap; 55, 62 and 63 pad.
+// column is even (stride 4 and an even padding, the only ones plan_igemm takes), so
+// such a pair is one aligned 4-byte (16-bit words) or 8-byte (32-bit words) load
+// from the window. Pairs 56..61 hold the 11 taps of column kx = 10 and are loaded
+// tap by tap; 55, 62 and 63 pad.
 constexpr int kTapsPerChannel = 121;
 constexpr int kAdjacentPairs = 55;  // 11 rows x 5
 constexpr int kPairedSteps = 7;     // steps 0..6 (pairs 0..55) load pairs; step 7 taps

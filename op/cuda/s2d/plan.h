@@ -70,7 +70,7 @@ struct Tile {
   int64_t skip = 0;             // the window's first cell's column in row oy0
   int64_t pad = 0;              // the call's padding
   // The input row and column of cell (oy0, x0)'s phase (0, 0): cell (Y, X) holds input rows
-  // 4 Y - pad .. 4 Y - pad + 3 (the header's 4Y + ry - 2 at padding 2).
+  // 4 Y - pad .. 4 Y - pad + 3.
   ALEXCONV_HOST_DEVICE int64_t iy0() const { return oy0 * kStride - pad; }
   ALEXCONV_HOST_DEVICE int64_t ix0() const { return x0 * kStride - pad; }
 };

@@ -245,8 +245,10 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
                        p.in_stride[2] % per_unit == 0 && p.in_stride[1] % per_unit == 0 &&
                        p.in_stride[0] % per_unit == 0;
-  // The skew (box_skew) is at most per_unit - 2: the window starts 2 columns before a cell.
-  box.cols = (per_unit - 2 + kStride * plan.wv + per_unit - 1) / per_unit * per_unit;
+  // The skew (BoxCopies::skew) is below per_unit at any padding. (At padding 2 it is at most
+  // per_unit - 2; the rounding up gives the same box either way, since kStride * wv is a
+  // multiple of 4.)
+  box.cols = (per_unit - 1 + kStride * plan.wv + per_unit - 1) / per_unit * per_unit;
   box.rows = window_rows(plan);
   box.in_units = box.cols > kMaxBoxDim;
   // float32 boxes in units measured slower than element loads (256, 512; perf-notes, "The
