@@ -22,7 +22,8 @@
 #   the package from this tree (PYTHONPATH) with that library. Steps that need the C++ build
 #   (test_cpp_demo, test_aoti, test_saved_model's C++ half, deploy) still need build.
 #
-# Logs go to $OUT (the device tool's folder) or build/device-check.
+# Logs go to $OUT (the device tool's folder) or build/device-check; more than 8 files there are
+# packed into $OUT/logs.tgz at the end (the device tool returns 8 at most).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-build/device-check}
@@ -251,4 +252,12 @@ for f in "$OUT"/sanitizer-*.log; do
 done
 [[ -f "$OUT/bench.md" ]] && tail -n 15 "$OUT/bench.md"
 for f in "$OUT"/ceiling.log "$OUT"/floor.log "$OUT"/operands.log "$OUT"/mma-ceiling.log "$OUT"/time-harness-*.log; do [[ -f $f ]] && grep "^|" "$f"; done
-! printf '%s\n' "${summary[@]}" | grep -q FAIL
+printf '%s\n' "${summary[@]}" | grep -q FAIL && failed=1 || failed=0
+# The device tool brings back at most 8 files from $OUT: past that, everything but the library
+# (savelib) goes back as one archive, logs.tgz (tar xzf it here).
+if (( $(find "$OUT" -type f | wc -l) > 8 )); then
+  tar czf /tmp/device-check-logs.tgz -C "$OUT" --exclude=libalexconv.so --exclude=_build_info.py . &&
+    find "$OUT" -mindepth 1 -not -name libalexconv.so -not -name _build_info.py -delete &&
+    mv /tmp/device-check-logs.tgz "$OUT/logs.tgz" && echo "logs: $OUT/logs.tgz"
+fi
+exit $failed
