@@ -127,7 +127,7 @@ __device__ void store_window(typename Mode::Word* slot,
 // thread u % 128: at most kUnitsPerThread each (rows * pitch <= kSlotElems, pitch >= the grid's
 // width), all loaded before the first is stored. The element-wise path above costs ~40
 // instructions per element in its walk, twice fp16 Halves's, and was slower (docs/perf-notes.md,
-// "Portable kernels (sm_80-sm_89, 99 KB)"); a unit costs a few per 4 elements.
+// "Portable kernels (sm_80 and up)"); a unit costs a few per 4 elements.
 constexpr int kUnitsPerThread = (kSlotElems / 4 + kProducerThreads - 1) / kProducerThreads;
 
 struct WindowUnits {
