@@ -122,20 +122,17 @@ bool s2d_mma_sync_preferred(const Problem& p, const DeviceInfo& device, const Ca
 }
 
 // Where a float32 allow_tf32 call runs faster in the float32-accurate mode: GPUs planning a
-// split fit of the register gather, where neither space-to-depth kernel takes the call, at up
-// to 128 output pixels per SM (batch 1 at every size to 512x512, batch 2-4 at 224). The
-// accurate split spreads a call over more CTAs on the 99 KB parts (four groups of 24 channels
-// against two of 48) and loads float32 rows as they are, where TF32's float16 words are
-// converted first (at batch 8 TF32 is faster again).
+// split fit of the register gather, where neither space-to-depth kernel takes the call (auto_plan
+// asks after both rules), at up to 128 output pixels per SM (batch 1 at every size to 512x512,
+// batch 2-4 at 224). The accurate split spreads a call over more CTAs on the 99 KB parts (four
+// groups of 24 channels against two of 48) and loads float32 rows as they are, where TF32's
+// float16 words are converted first (at batch 8 TF32 is faster again).
 // Returns the accurate call's plan where the rule applies.
 std::optional<LaunchPlan> tf32_runs_accurate(const Problem& p, const DeviceInfo& device, const Candidates& c) {
   if (p.dtype != DType::kFloat32 || !p.allow_tf32) return std::nullopt;
   constexpr int64_t kMaxPixelsPerSm = 128;
   if (p.batch * p.out_h * p.out_w > kMaxPixelsPerSm * device.sm_count) return std::nullopt;
-  if (!c.gather || c.gather->fit == Fit::kWhole || s2d_preferred(p, device, c) ||
-      s2d_mma_sync_preferred(p, device, c)) {
-    return std::nullopt;
-  }
+  if (!c.gather || c.gather->fit == Fit::kWhole) return std::nullopt;
   Problem accurate = p;
   accurate.allow_tf32 = false;
   return widest_gather(accurate, device);
@@ -160,12 +157,12 @@ LaunchPlan chosen(LaunchPlan plan, const char* rule) {
 // kernel, which stays the tests' plain reference).
 LaunchPlan auto_plan(const Problem& p, const DeviceInfo& device) {
   const Candidates c = candidates(p, device);
-  if (std::optional<LaunchPlan> accurate = tf32_runs_accurate(p, device, c)) {
-    return chosen(*accurate, "tf32_runs_accurate");
-  }
   if (s2d_preferred(p, device, c)) return chosen(*c.s2d, "s2d_preferred");
   if (c.gather && c.gather->kernel == Kernel::kWgmma) return chosen(*c.gather, "wgmma: Whole fit on Hopper");
   if (s2d_mma_sync_preferred(p, device, c)) return chosen(*c.portable, "s2d_mma_sync_preferred");
+  if (std::optional<LaunchPlan> accurate = tf32_runs_accurate(p, device, c)) {
+    return chosen(*accurate, "tf32_runs_accurate");
+  }
   if (c.gather) return chosen(*c.gather, "mma_sync: the widest fit");
   return device.aten_available ? chosen(aten_plan(p), "no kernel of ours runs the call")
                                : chosen(plan_direct(p), "no kernel of ours, no ATen");
