@@ -8,7 +8,8 @@ downloaded), or the local copy of its layout in tests/alexnets.py where torchvis
 import or --hidden shrinks the classifier; and the original AlexNet (96 channels, padding 0,
 227x227, tests/alexnets.py). Per (model, dtype, batch): median ms of both, speedup, the kernel
 alexconv.conv1_kernel names for conv1, top-1 agreement on random images (float32 must be 100%:
-the exit status is 1 otherwise) and max |logit diff| / max |logit|.
+the exit status is 1 otherwise) and max |logit diff| / max |logit|; and the stem alone
+(features[:3]: conv1, ReLU, max-pool, the block a converted model's first layer sits in).
 
     python scripts/bench/benchmark_alexnet.py --json benchmarks/alexnet.json --markdown benchmarks/alexnet.md
     python scripts/bench/benchmark_alexnet.py --device cpu --batches 1 --agreement-images 2 --iters 1 --hidden 64
@@ -176,22 +177,29 @@ def main(argv=None) -> int:
                     kernel = alexconv.conv1_kernel(x, conv1.weight, conv1.bias, allow_tf32=conv1.allow_tf32,
                                                    padding=conv1.padding[0], relu=conv1.relu)
                     nn_ms, alex_ms = timer(lambda: nn_model(x)), timer(lambda: alex_model(x))
+                    nn_stem, alex_stem = nn_model.features[:3], alex_model.features[:3]
+                    nn_stem_ms, alex_stem_ms = timer(lambda: nn_stem(x)), timer(lambda: alex_stem(x))
                     agree, rel = agreement(nn_model, alex_model, size, batch, dtype, args)
                     rows.append({"model": name, "dtype": dtype_name, "batch": batch, "conv1_kernel": kernel,
                                  "nn_ms": nn_ms, "alexconv_ms": alex_ms, "speedup": nn_ms / alex_ms,
+                                 "stem_nn_ms": nn_stem_ms, "stem_alexconv_ms": alex_stem_ms,
+                                 "stem_speedup": nn_stem_ms / alex_stem_ms,
                                  "top1_agreement_pct": agree, "agreement_images": args.agreement_images,
                                  "max_logit_diff_rel": rel})
                     print(f"  batch {batch}: nn {nn_ms:.3f} ms, alexconv {alex_ms:.3f} ms ({kernel}), "
-                          f"{nn_ms / alex_ms:.2f}x, top-1 {agree:.1f}%, rel diff {rel:.1e}", flush=True)
+                          f"{nn_ms / alex_ms:.2f}x, top-1 {agree:.1f}%, rel diff {rel:.1e}; stem "
+                          f"{nn_stem_ms:.3f} / {alex_stem_ms:.3f} ms, {nn_stem_ms / alex_stem_ms:.2f}x", flush=True)
                 del nn_model, alex_model, conv1, x
                 if args.device == "cuda":
                     torch.cuda.empty_cache()
 
     table = "\n".join(
-        ["| model | dtype | batch | conv1 kernel | nn ms | alexconv ms | speedup | top-1 agreement "
-         "| max abs logit diff / max abs logit |", "|---|---|---|---|---|---|---|---|---|"]
+        ["| model | dtype | batch | conv1 kernel | nn ms | alexconv ms | speedup | stem (conv, ReLU, "
+         "max-pool) nn / alexconv ms | stem speedup | top-1 agreement | max abs logit diff / max abs logit |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
         + [f"| {r['model']} | {r['dtype']} | {r['batch']} | {r['conv1_kernel']} | {r['nn_ms']:.3f} | "
-           f"{r['alexconv_ms']:.3f} | {r['speedup']:.2f}x | {r['top1_agreement_pct']:.1f}% "
+           f"{r['alexconv_ms']:.3f} | {r['speedup']:.2f}x | {r['stem_nn_ms']:.3f} / {r['stem_alexconv_ms']:.3f} | "
+           f"{r['stem_speedup']:.2f}x | {r['top1_agreement_pct']:.1f}% "
            f"({r['agreement_images']} images) | {r['max_logit_diff_rel']:.1e} |" for r in rows])
     bad = [r for r in rows if r["dtype"] == "float32" and r["top1_agreement_pct"] < 100.0]
     verdict = ("float32 top-1 agreement: 100% everywhere" if not bad else
