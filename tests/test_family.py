@@ -61,6 +61,20 @@ def test_family_layouts(device, dtype, layout, padding, channels, generator):
 
 
 @pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("mode", ["fp32", "tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("padding", range(6))
+def test_aligned_rows_at_every_padding(device, mode, padding, generator):
+    """Rows of whole 16-byte units (64 columns), where the Hopper space-to-depth kernel copies
+    windows as TMA boxes: at odd paddings a window starts at an odd element of its box row,
+    which those boxes' aligned pair reads cannot take (they go to row spans instead)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(mode, torch.float32)
+    x = make_input(3, 37, 64, dtype, device, generator=generator)
+    w, b = make_weight(dtype, device, generator=generator, out_channels=40)
+    out = conv1(x, w, b, padding=padding, allow_tf32=mode == "tf32")
+    assert_matches_reference(out, x, w, b, padding=padding, allow_tf32=mode == "tf32")
+
+
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("padding", range(6))
 def test_smallest_input_at_each_padding(device, padding, generator):
     """H = W = 11 - 2 * padding gives one output pixel; one less is rejected."""

@@ -47,7 +47,9 @@ struct Group {
 // padding); the odd ones (1, 3, 5), which the register gather leaves to the space-to-depth
 // kernels, on ragged shapes in both layouts; 4 on a multi-strip width. And counts that are no
 // multiple of 8 (the last n-tile stored channel by channel): 1; 17 into channels_last (not
-// pixel-major: along out_stride[1]); 12 from channels_last; 95 at padding 0 with relu.
+// pixel-major: along out_stride[1]); 12 from channels_last; 95 at padding 0 with relu. Odd
+// paddings on rows of whole 16-byte units, where even ones take TMA boxes (odd ones must not:
+// their windows start at odd elements, s2d.cu tma_box).
 inline const Group kGroups[] = {
     {1, 7, 7, "nchw", "nchw", "nchw", 1},          {1, 67, 67, "nchw", "nchw", "nchw", 1},
     {3, 67, 67, "nchw", "nchw", "nchw", 0},        {3, 99, 131, "nchw", "nchw", "nchw", 1},
@@ -65,6 +67,7 @@ inline const Group kGroups[] = {
     {3, 99, 131, "nchw", "nchw", "nchw", 0, 96, true, 5},  {1, 40, 1100, "nchw", "nchw", "nchw", 1, 96, false, 4},
     {2, 35, 43, "nchw", "nchw", "nchw", 1, 1},             {3, 67, 67, "nchw", "nhwc", "nchw", 1, 17, true},
     {2, 67, 99, "nhwc", "nhwc", "nchw", 1, 12},            {2, 227, 227, "nchw", "nchw", "nchw", 0, 95, true, 0},
+    {3, 37, 64, "nchw", "nchw", "nchw", 1, 96, false, 3},  {2, 45, 32, "nchw", "nchw", "nchw", 1, 40, true, 1},
 };
 // Batch 0: every launcher must return without touching the output.
 inline const Group kEmpty{0, 224, 224, "nchw", "nchw", "nchw", 1};
