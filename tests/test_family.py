@@ -15,9 +15,9 @@ from conftest import (CPU_KERNELS, DTYPES, assert_matches_reference, conv1, devi
 
 OP = torch.ops.alexconv.conv1.default
 # 64: torchvision's AlexNet; 96: the original (padding 0) and KernelBench's (padding 2); the
-# range's ends and a count that is no multiple of the CPU kernel's channel block; 40 and 88,
-# multiples of 8 that the CUDA kernels run with a channel group of the split fits empty (40) or
-# partly used (88).
+# range's ends and a count that is no multiple of the CPU kernel's channel block (1 and 17: the
+# CUDA kernels store a partial n-tile); 40 and 88, which leave a channel group of the split fits
+# empty (40) or partly used (88).
 CHANNELS = [64, 96, 1, 17, 256, 40, 88]
 # "other": a padding drawn per run from the rest of the range.
 PADDINGS = [0, 2, "other"]
@@ -58,6 +58,20 @@ def test_family_layouts(device, dtype, layout, padding, channels, generator):
     out = conv1(x, w, b, padding=padding, relu=True)
     assert_matches_reference(out, x, w, b, padding=padding, relu=True)
     assert out.is_contiguous(memory_format=expected_memory_format(x, w))
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("mode", ["fp32", "tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("padding", range(6))
+def test_aligned_rows_at_every_padding(device, mode, padding, generator):
+    """Rows of whole 16-byte units (64 columns), where the Hopper space-to-depth kernel copies
+    windows as TMA boxes: at odd paddings a window starts at an odd element of its box row,
+    which those boxes' aligned pair reads cannot take (they go to row spans instead)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(mode, torch.float32)
+    x = make_input(3, 37, 64, dtype, device, generator=generator)
+    w, b = make_weight(dtype, device, generator=generator, out_channels=40)
+    out = conv1(x, w, b, padding=padding, allow_tf32=mode == "tf32")
+    assert_matches_reference(out, x, w, b, padding=padding, allow_tf32=mode == "tf32")
 
 
 @pytest.mark.parametrize("device", device_params())
@@ -243,9 +257,9 @@ def test_cpu_kernel_name_for_the_family(generator):
 @pytest.mark.cuda
 @pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
 def test_which_calls_our_cuda_kernels_run(relu, generator):
-    """Our CUDA kernels run every padding with a multiple of 8 output channels up to 96 (relu
-    fused in their epilogues); other channel counts run on ATen's convolution (under the op's
-    contract, checked above). The register gather's K order pairs even window columns: odd paddings take another
+    """Our CUDA kernels run every padding with 1 to 96 output channels (relu fused in their
+    epilogues); 97-256 channels run on ATen's convolution (under the op's contract, checked
+    above). The register gather's K order pairs even window columns: odd paddings take another
     of our kernels."""
     x = make_input(2, 64, 64, device="cuda", generator=generator)
     weights = {c: make_weight(device="cuda", generator=generator, out_channels=c)
@@ -258,9 +272,12 @@ def test_which_calls_our_cuda_kernels_run(relu, generator):
         assert "aten" not in pads.values(), pads
         gather = {"wgmma", "mma_sync", "mma_sync_n48", "mma_sync_n24"}
         assert not gather & {pads[1], pads[3], pads[5]}, pads
-    assert kernel[100] == kernel[17] == kernel[256] == "aten", kernel
-    # The covered counts take the kernel 96 channels take, whatever it is on this GPU.
+    assert kernel[100] == kernel[256] == "aten", kernel
+    # The covered counts take the kernel 96 channels take, whatever it is on this GPU (a CUDA 11.8
+    # build covers multiples of 8 only: kAnyChannelCount).
     assert kernel[64] == kernel[8] == kernel[96], kernel
+    if int(torch.version.cuda.split(".")[0]) >= 12:
+        assert kernel[17] == kernel[96], kernel
     planned_freely = (os.environ.get("ALEXCONV_CUDA_KERNEL", "auto") in ("", "auto")
                       and not os.environ.get("ALEXCONV_EMULATE_DEVICE"))
     if planned_freely and torch.cuda.get_device_capability() >= (8, 0):

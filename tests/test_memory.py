@@ -33,10 +33,10 @@ if HERE not in sys.path:
 from conftest import child_env, make_input, make_weight, requires_cuda  # noqa: E402
 
 # (CPU batch, CUDA batch, size, padding, out_channels, layout, relu): AlexNet's stem as
-# torchvision and KernelBench have it (224, pad 2), Caffe's (227, pad 0), and channel counts our
-# CUDA kernels are not built for (1, 100), NCHW and channels_last, with and without the fused
-# relu. Small batches on CPU (ATen's float16 convolution there takes a second at batch 8): what
-# the call holds beside its output scales with the batch, so these show it as well.
+# torchvision and KernelBench have it (224, pad 2), Caffe's (227, pad 0), one output channel and
+# a count our CUDA kernels are not built for (100: ATen's), NCHW and channels_last, with and
+# without the fused relu. Small batches on CPU (ATen's float16 convolution there takes a second
+# at batch 8): what the call holds beside its output scales with the batch, so these show it too.
 CASES = [
     (2, 32, 224, 2, 96, "contiguous", False),
     (2, 32, 224, 2, 96, "channels_last", True),

@@ -214,8 +214,8 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available) {
 }
 
 bool kernels_cover(int64_t out_channels, int64_t padding) {
-  return padding >= 0 && padding <= kMaxPad && out_channels % 8 == 0 && out_channels >= 8 &&
-         out_channels <= kOutChannels;
+  return padding >= 0 && padding <= kMaxPad && out_channels >= 1 && out_channels <= kOutChannels &&
+         (kAnyChannelCount || out_channels % 8 == 0);
 }
 
 LaunchPlan plan_call(const Problem& p, const DeviceInfo& device) {

@@ -30,10 +30,11 @@ DeviceInfo device_info(const cudaDeviceProp& prop, bool aten_available);
 LaunchPlan plan_call(const Problem& problem, const DeviceInfo& device);
 
 // Whether our kernels (igemm/, s2d/, direct/) are built for this call's geometry: any padding
-// of the op's (0-5; the register gather takes the even ones) and output channels a multiple of
-// 8 up to 96 (torchvision's AlexNet has 64, KernelBench 96; the implicit GEMMs compute 96
-// against zero weights past the count and store those asked for). Other channel counts of the
-// op family (1-256) take ATen's convolution, whatever ALEXCONV_CUDA_KERNEL says.
+// of the op's (0-5; the register gather takes the even ones) and 1 to 96 output channels
+// (torchvision's AlexNet has 64, KernelBench 96; the implicit GEMMs compute 96 against zero
+// weights past the count and store those asked for; a CUDA 11.8 build multiples of 8 only,
+// kAnyChannelCount). The op's wider calls (97-256 channels) take ATen's convolution, whatever
+// ALEXCONV_CUDA_KERNEL says.
 bool kernels_cover(int64_t out_channels, int64_t padding);
 
 }  // namespace cuda

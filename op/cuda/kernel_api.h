@@ -15,6 +15,11 @@ namespace alexconv {
 namespace cuda {
 
 enum class DType { kFloat32, kFloat16, kBFloat16 };
+
+// Whether the implicit GEMMs store output channel counts that are no multiple of 8 (the float32
+// epilogue's store_channels_below, common/epilogue.cuh): in builds by CUDA 12 and later. CUDA
+// 11.8's ptxas crashes on that call with line info; its builds keep multiples of 8 (kernels_cover).
+constexpr bool kAnyChannelCount = CUDART_VERSION >= 12000;
 inline int64_t element_bytes(DType t) { return t == DType::kFloat32 ? 4 : 2; }
 
 // One conv1 call. Pointers are device pointers; strides are in elements, in
@@ -34,9 +39,8 @@ struct Problem {
   // Each output pixel's channels are one contiguous run starting 16-byte aligned
   // (channels_last): the epilogues store along channels. See pixel_major_output.
   bool out_pixel_major = false;
-  // The weight's output channels. The implicit GEMMs compute 96 (past this count against
-  // zero weights) and store these: a multiple of 8 up to 96 (kernels_cover in dispatch.h);
-  // the direct kernel takes any count.
+  // The weight's output channels, 1 to 96 (kernels_cover in dispatch.h). The implicit GEMMs
+  // compute 96 (past this count against zero weights) and store these.
   int64_t out_channels = kOutChannels;
   // Zeros around the image on each side, 0 to kMaxPad: output (oy, ox) reads input rows from
   // 4 oy - pad and columns from 4 ox - pad (Tile::iy0 / ix0 in the families' plans). The
@@ -48,11 +52,14 @@ struct Problem {
 };
 
 // Whether `p`'s output qualifies for Problem::out_pixel_major. A pixel's run is out_channels
-// elements (a multiple of 8), a whole number of 16-byte units when its start is aligned.
+// elements, stored a whole n-tile (8 channels) at a time: counts that are a multiple of 8, each
+// run a whole number of 16-byte units when its start is aligned. Other counts store channels
+// one by one along out_stride[1].
 inline bool pixel_major_output(const Problem& p) {
   const int64_t per_unit = 16 / element_bytes(p.dtype);
-  return p.out_stride[1] == 1 && p.out_stride[0] % per_unit == 0 && p.out_stride[2] % per_unit == 0 &&
-         p.out_stride[3] % per_unit == 0 && reinterpret_cast<uintptr_t>(p.output) % 16 == 0;
+  return p.out_stride[1] == 1 && p.out_channels % 8 == 0 && p.out_stride[0] % per_unit == 0 &&
+         p.out_stride[2] % per_unit == 0 && p.out_stride[3] % per_unit == 0 &&
+         reinterpret_cast<uintptr_t>(p.output) % 16 == 0;
 }
 
 // Properties of the device the launch goes to, read by the caller (which owns

@@ -34,9 +34,8 @@ def conv1(
             and becomes +0.0 on CUDA); its gradient masks by the output, as relu's does.
             Alexconv's CUDA kernels fuse it into their epilogues.
 
-    Alexconv's own CUDA kernels run every padding with a multiple of 8 output channels up to 96
-    (64 and 96 among them); other channel counts take ATen's convolution on CUDA (under the
-    same numerical contract).
+    Alexconv's own CUDA kernels run every padding with 1 to 96 output channels (64 and 96
+    among them); 97 to 256 take ATen's convolution on CUDA (under the same numerical contract).
 
     Returns:
         [N, C_out, (H + 2 * padding - 11) // 4 + 1, (W + 2 * padding - 11) // 4 + 1] in
@@ -65,7 +64,7 @@ def conv1_kernel(
     ``"wgmma"`` or ``"s2d"`` (Hopper), ``"s2d_mma_sync"`` or ``"mma_sync"`` / ``"mma_sync_n48"`` /
     ``"mma_sync_n24"`` (other tensor-core GPUs, sm_80 and up), ``"aten"``
     (ATen's cuDNN convolution, where none of alexconv's kernels can run the call: among
-    others output channels not a multiple of 8 up to 96, GPUs below sm_80) or ``"direct"``;
+    others more than 96 output channels, GPUs below sm_80) or ``"direct"``;
     ``"none"`` for an empty output. ``ALEXCONV_CUDA_KERNEL`` and ``ALEXCONV_EMULATE_DEVICE``
     apply, as for the call itself (docs/architecture.md).
     """

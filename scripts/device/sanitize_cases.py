@@ -20,6 +20,10 @@ images of 256x256, where the register-gather kernel's CTAs take contiguous runs 
 tiles (too long for racecheck; memcheck, with ALEXCONV_CUDA_KERNEL=wgmma: auto takes the
 space-to-depth kernel for it on Hopper).
 
+The default cases cycle through paddings and output channel counts (the even paddings the
+register gather takes, the odd ones the space-to-depth kernels get, counts that end in a
+partial n-tile); the larger ones keep AlexNet's (padding 2, 96 channels).
+
 Each case is checked against the float64 reference too, so a run that the
 sanitizer passes but that computes garbage still fails (exit 1).
 """
@@ -38,6 +42,9 @@ import alexconv
 # 40x256 has 16-bit TMA boxes wider than 256 columns (the map of 16-byte units).
 SHAPES = [(1, 7, 7), (3, 37, 45), (1, 61, 13), (3, 11, 98), (2, 15, 16), (3, 11, 12), (1, 300, 257),
           (1, 40, 1100), (2, 40, 256)]
+# (padding, output channels), one per default case in turn: half of them AlexNet's.
+GEOMETRIES = [(2, 96), (0, 96), (2, 96), (1, 17), (2, 96), (3, 40), (2, 96), (5, 1), (2, 96), (4, 95),
+              (2, 96), (0, 12)]
 MODES = [(torch.float32, False), (torch.float32, True), (torch.float16, False), (torch.bfloat16, False)]
 MANY_TILES = [((16, 224, 224), (torch.float32, False), "nchw"),
               ((10, 224, 224), (torch.float16, False), "nchw"),
@@ -60,20 +67,24 @@ def main() -> int:
     cases = (MANY_TILES if "--many-tiles" in sys.argv[1:]
              else LONG_RUNS if "--long-runs" in sys.argv[1:]
              else itertools.product(SHAPES, MODES, ["nchw", "nhwc", "cropped"]))
-    for (n, h, w), (dtype, tf32), layout in cases:
+    for i, ((n, h, w), (dtype, tf32), layout) in enumerate(cases):
+        pad, channels = GEOMETRIES[i % len(GEOMETRIES)] if not sys.argv[1:] else (2, 96)
+        if min(h, w) + 2 * pad < 11:  # no output at this padding
+            pad = 2
         x = torch.randn(n, 3, h, w, device="cuda").to(dtype)
         if layout == "nhwc":
             x = x.contiguous(memory_format=torch.channels_last)
         elif layout == "cropped":  # 16-byte-aligned rows whose right edge ends inside a copy unit
             x = torch.randn(n, 3, h, (w + 7) // 8 * 8 + 8, device="cuda").to(dtype)[..., :w]
-        wt = (torch.randn(96, 3, 11, 11, device="cuda") * 0.05).to(dtype)
-        b = torch.randn(96, device="cuda").to(dtype)
-        out = alexconv.conv1(x, wt, b, allow_tf32=tf32)
-        ref = F.conv2d(x.double(), wt.double(), b.double(), stride=4, padding=2)
+        wt = (torch.randn(channels, 3, 11, 11, device="cuda") * 0.05).to(dtype)
+        b = torch.randn(channels, device="cuda").to(dtype)
+        out = alexconv.conv1(x, wt, b, allow_tf32=tf32, padding=pad)
+        ref = F.conv2d(x.double(), wt.double(), b.double(), stride=4, padding=pad)
         rel = ((out.double() - ref).norm() / ref.norm()).item()
         ok = rel <= LIMITS[(dtype, tf32)]
         failures += not ok
-        print(f"{'ok ' if ok else 'BAD'} n={n} h={h} w={w} {dtype} tf32={tf32} {layout}: rel {rel:.2e}")
+        print(f"{'ok ' if ok else 'BAD'} n={n} h={h} w={w} pad={pad} c_out={channels} {dtype} tf32={tf32} "
+              f"{layout}: rel {rel:.2e}")
     torch.cuda.synchronize()
     print(f"sanitize cases: {failures} failures")
     return 1 if failures else 0

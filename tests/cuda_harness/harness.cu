@@ -149,6 +149,7 @@ bool matches(const std::string& label, const std::string& filter) {
 std::vector<std::pair<Mode, Launch>> cases_of(const Group& g, Mode storage, const std::vector<DeviceClass>& classes,
                                               const std::string& filter) {
   std::vector<std::pair<Mode, Launch>> todo;
+  if (g.channels % 8 != 0 && !kAnyChannelCount) return todo;  // kernels_cover: ATen's in this build
   for (Mode m : kModes) {
     if (storage_of(m) != storage) continue;
     for (const Launch& L : plan_launches(planning_problem(g, m), m, classes)) {
@@ -413,8 +414,8 @@ int main(int argc, char** argv) {
   }
   if (!list.empty()) return list_cases(list);
   // The kernels' range (kernel_api.h Problem::out_channels).
-  if (channels % 8 != 0 || channels < 8 || channels > 96) {
-    std::printf("--time-channels wants a multiple of 8 from 8 to 96\n");
+  if (channels < 1 || channels > 96) {
+    std::printf("--time-channels wants 1 to 96\n");
     return 2;
   }
   if (batch < 1 || (layout != "nchw" && layout != "nhwc")) {

@@ -23,7 +23,7 @@ using namespace alexconv::cuda;  // kernel_api.h, launch_plan.h: Problem, Device
 
 // One input configuration. Layouts: "nchw", "nhwc" (channels_last), "wstride2" (input only).
 // bias_scale 0: no bias; 64: a bias far larger than the sum (accumulators start at the bias).
-// channels: the weight's output channels (Problem::out_channels: a multiple of 8 up to 96);
+// channels: the weight's output channels (Problem::out_channels: 1 to 96);
 // relu: fused in the epilogue (Problem::relu); pad: Problem::pad.
 struct Group {
   int64_t n, h, w;
@@ -45,7 +45,11 @@ struct Group {
 // 66): the original AlexNet's 0 at 227 with relu (a 16-bit row not 4-byte aligned) and at 224
 // into channels_last; 0 at its smallest input (11x11) and 5 at its (1x1: every tap but one is
 // padding); the odd ones (1, 3, 5), which the register gather leaves to the space-to-depth
-// kernels, on ragged shapes in both layouts; 4 on a multi-strip width.
+// kernels, on ragged shapes in both layouts; 4 on a multi-strip width. And counts that are no
+// multiple of 8 (the last n-tile stored channel by channel): 1; 17 into channels_last (not
+// pixel-major: along out_stride[1]); 12 from channels_last; 95 at padding 0 with relu. Odd
+// paddings on rows of whole 16-byte units, where even ones take TMA boxes (odd ones must not:
+// their windows start at odd elements, s2d.cu tma_box).
 inline const Group kGroups[] = {
     {1, 7, 7, "nchw", "nchw", "nchw", 1},          {1, 67, 67, "nchw", "nchw", "nchw", 1},
     {3, 67, 67, "nchw", "nchw", "nchw", 0},        {3, 99, 131, "nchw", "nchw", "nchw", 1},
@@ -61,6 +65,9 @@ inline const Group kGroups[] = {
     {3, 11, 11, "nchw", "nchw", "nchw", 1, 96, false, 0},  {2, 1, 1, "nchw", "nchw", "nchw", 1, 96, false, 5},
     {2, 37, 30, "nchw", "nchw", "nchw", 1, 96, false, 1},  {2, 67, 99, "nhwc", "nhwc", "nchw", 1, 40, true, 3},
     {3, 99, 131, "nchw", "nchw", "nchw", 0, 96, true, 5},  {1, 40, 1100, "nchw", "nchw", "nchw", 1, 96, false, 4},
+    {2, 35, 43, "nchw", "nchw", "nchw", 1, 1},             {3, 67, 67, "nchw", "nhwc", "nchw", 1, 17, true},
+    {2, 67, 99, "nhwc", "nhwc", "nchw", 1, 12},            {2, 227, 227, "nchw", "nchw", "nchw", 0, 95, true, 0},
+    {3, 37, 64, "nchw", "nchw", "nchw", 1, 96, false, 3},  {2, 45, 32, "nchw", "nchw", "nchw", 1, 40, true, 1},
 };
 // Batch 0: every launcher must return without touching the output.
 inline const Group kEmpty{0, 224, 224, "nchw", "nchw", "nchw", 1};

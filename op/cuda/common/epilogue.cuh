@@ -92,12 +92,23 @@ __device__ __forceinline__ void add_bias(float (&acc)[kMT][kNT][4], const float*
 // rather than 8 pixels of each of 4: fewer 128-byte lines per instruction, which
 // measured faster (docs/perf-notes.md, "Versions", lane-swapped float32 stores).
 //
+// The n-tile a count that is no multiple of 8 ends in: channels ch and ch + 4, each where it is
+// one of the call's. Not inlined: the per-channel compares inside the unrolled store loop made
+// ptxas spill 92-364 bytes in the resident float32 kernels (docs/perf-notes.md, "Every padding
+// and channel count"); as a call taken at most once per tile, none.
+static __device__ __noinline__ void store_channels_below(float* out, int64_t ch, int64_t step, int channels,
+                                                  float first, float second) {
+  if (ch < channels) out[ch * step] = first;
+  if (ch + 4 < channels) out[(ch + 4) * step] = second;
+}
+
 // Channels-last outputs (Problem::out_pixel_major) need no swap: a thread's two
 // adjacent channels are 8 contiguous bytes, and an instruction writes 8 pixels x
 // 32 bytes, whole sectors.
 // pixel_major: Problem::out_pixel_major, or the caller's compile-time copy of it.
-// Every epilogue stores the first p.out_channels channels (whole n-tiles: a multiple of 8)
-// and applies p.relu to what it stores (relu_output).
+// Every epilogue stores the first p.out_channels channels (any count up to 96; pixel-major
+// outputs whole n-tiles of them, pixel_major_output) and applies p.relu to what it stores
+// (relu_output).
 // The accumulators are the tile's last use of them: relu rewrites them in place (no
 // registers beside them; the resident TF32 mma.sync kernels are at the edge of spilling),
 // and p.out_channels is read where used (a Whole kernel's p is its parameter, in the
@@ -146,7 +157,15 @@ __device__ __forceinline__ void store_tile(float (&acc)[kMT][kNT][4],
         const float send = upper ? acc[mt][nt][e] : acc[mt][nt][2 + e];
         const float got = __shfl_xor_sync(0xffffffffu, send, 2);
         const int64_t ch = nt * 8 + 2 * (t & 1) + e;  // and ch + 4
-        if (base >= 0 && nt * 8 < p.out_channels) {  // after the shuffle: every lane takes part
+        if constexpr (kAnyChannelCount) {  // after the shuffle: every lane takes part
+          if (base >= 0 && nt * 8 + 8 <= p.out_channels) {
+            out[base + ch * channel_step] = upper ? got : keep;
+            out[base + (ch + 4) * channel_step] = upper ? keep : got;
+          } else if (base >= 0 && nt * 8 < p.out_channels) {
+            store_channels_below(out + base, ch, channel_step, int(p.out_channels), upper ? got : keep,
+                                 upper ? keep : got);
+          }
+        } else if (base >= 0 && nt * 8 < p.out_channels) {  // whole n-tiles only
           out[base + ch * channel_step] = upper ? got : keep;
           out[base + (ch + 4) * channel_step] = upper ? keep : got;
         }

@@ -82,8 +82,8 @@ struct BoxCopies {
     return {raw + skew(tile) * int(sizeof(Raw))};
   }
   // 16-bit: four aligned 32-bit loads. float32: four aligned 8-byte loads (a float32
-  // box row's window starts 8 bytes into a 16-byte unit). No bound checks: the copy
-  // engine zero-filled what lies outside the input.
+  // box row's window starts 0 or 8 bytes into a 16-byte unit: even paddings, tma_box). No
+  // bound checks: the copy engine zero-filled what lies outside the input.
   __device__ uint4 record(const Stage& s, uint32_t key, const Problem&, uint32_t& float_bits) const {
     const unsigned char* first = s.origin + key;
     if constexpr (sizeof(Raw) == 4) {

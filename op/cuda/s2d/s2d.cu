@@ -242,9 +242,12 @@ bool tma_box(const Problem& p, const Plan& plan, Box& box) {
   const int64_t elem = element_bytes(p.dtype);
   const int64_t per_unit = 16 / elem;  // elements per 16 bytes
   constexpr int64_t kMaxBoxDim = 256;
+  // Even paddings only: a window starts `skew` elements into its box row, and the records are
+  // read as aligned pairs (BoxCopies::record: float2, or 32-bit words of 16-bit pairs). An odd
+  // padding gives an odd skew, a misaligned shared-memory load; those windows take row spans.
   const bool aligned = p.in_stride[3] == 1 && reinterpret_cast<uintptr_t>(p.input) % 16 == 0 &&
                        p.in_stride[2] % per_unit == 0 && p.in_stride[1] % per_unit == 0 &&
-                       p.in_stride[0] % per_unit == 0;
+                       p.in_stride[0] % per_unit == 0 && p.pad % 2 == 0;
   // The skew (BoxCopies::skew) is below per_unit at any padding. (At padding 2 it is at most
   // per_unit - 2; the rounding up gives the same box either way, since kStride * wv is a
   // multiple of 4.)
