@@ -275,6 +275,32 @@ inline void store_tile_transposed(const Band& band, const Vec (&lo)[P], const Ve
 #endif
 
 #if defined(__AVX512F__)
+// Stores a micro-tile's P pixels x kChannelBlock channels (rounded, relu'd): NCHW outputs through
+// the transpose, others pixel by pixel.
+template <int P>
+inline void store_micro_tile(const Band& band, const Vec (&lo)[P], const Vec (&hi)[P], int channels,
+                             int64_t c0, int64_t out_offset) {
+  const int64_t lo_offset = out_offset + c0 * band.channel_stride;
+  const int64_t hi_offset = out_offset + (c0 + kLanes) * band.channel_stride;
+  if (band.col_stride == 1 && band.channel_stride != 1) {
+    switch (band.out_type) {
+      case OutType::kFloat32:
+        store_tile_transposed<OutType::kFloat32, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+      case OutType::kBFloat16:
+        store_tile_transposed<OutType::kBFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+      case OutType::kFloat16:
+        store_tile_transposed<OutType::kFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
+        break;
+    }
+    return;
+  }
+  int64_t pixel_offset[P];
+  for (int j = 0; j < P; ++j) pixel_offset[j] = j * band.col_stride;
+  store_tile<P>(band, lo, hi, P, channels, lo_offset, hi_offset, pixel_offset);
+}
+
 // One micro-tile: P consecutive pixels of one output row (window is the first one's 11x11x3
 // window; the next pixel's starts kStride columns on) and kChannelBlock channels from c0
 // (weights w, packed [tap][channel]). Channels from `channels` on pad the last channel block
@@ -312,25 +338,7 @@ void multiply_tile(const Band& band, const float* window, int channels, const fl
       }
     }
   }
-  const int64_t lo_offset = out_offset + c0 * band.channel_stride;
-  const int64_t hi_offset = out_offset + (c0 + kLanes) * band.channel_stride;
-  if (band.col_stride == 1 && band.channel_stride != 1) {
-    switch (band.out_type) {
-      case OutType::kFloat32:
-        store_tile_transposed<OutType::kFloat32, P>(band, lo, hi, channels, lo_offset, hi_offset);
-        break;
-      case OutType::kBFloat16:
-        store_tile_transposed<OutType::kBFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
-        break;
-      case OutType::kFloat16:
-        store_tile_transposed<OutType::kFloat16, P>(band, lo, hi, channels, lo_offset, hi_offset);
-        break;
-    }
-    return;
-  }
-  int64_t pixel_offset[P];
-  for (int j = 0; j < P; ++j) pixel_offset[j] = j * band.col_stride;
-  store_tile<P>(band, lo, hi, P, channels, lo_offset, hi_offset, pixel_offset);
+  store_micro_tile<P>(band, lo, hi, channels, c0, out_offset);
 }
 
 using TileFn = void (*)(const Band&, const float*, int, const float*, const float*, int64_t, int64_t);
@@ -367,6 +375,93 @@ void run_band(const Band& band, const float* packed_weights, const float* bias) 
     }
   }
 }
+
+#if defined(ALEXCONV_CPU_PAIRS)
+// acc + two taps per lane, vdpbf16ps's way: per 32-bit lane, the high halves' product added
+// first, then the low halves'. A product of two bfloat16 values is exact in float, so each
+// step is one FMA: the emulated build (no AVX512-BF16) gives the same bits but for subnormal
+// operands and sums, which the instruction flushes to zero.
+inline Vec dot_pairs(Vec acc, __m512i w, __m512i x) {
+#if defined(__AVX512BF16__)
+  return (Vec)_mm512_dpbf16_ps((__m512)acc, (__m512bh)w, (__m512bh)x);
+#else
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 w_high = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+  const __m512 x_high = _mm512_castsi512_ps(_mm512_and_si512(x, high));
+  const __m512 w_low = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  const __m512 x_low = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  return (Vec)_mm512_fmadd_ps(w_low, x_low, _mm512_fmadd_ps(w_high, x_high, (__m512)acc));
+#endif
+}
+
+// multiply_tile on pairs of taps (Band::pairs): per input channel, five pairs of window rows
+// (row pair 2y + k of the band) and the eleventh row beside a zero (tail row y), each a
+// 32-bit broadcast that feeds two dot products. Half the multiply instructions of the float
+// path for 363 / 396 of the slots.
+template <int P>
+void multiply_tile_pairs(const Band& band, const uint32_t* pairs, const uint32_t* tail, int channels,
+                         const uint32_t* w, const float* bias, int64_t c0, int64_t out_offset) {
+  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
+  Vec lo[P], hi[P];
+#pragma GCC unroll 12
+  for (int j = 0; j < P; ++j) {
+    lo[j] = bias_lo;
+    hi[j] = bias_hi;
+  }
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t k = 0; k < kRowPairs; ++k) {
+      const uint32_t* row = k + 1 < kRowPairs ? pairs + ci * band.pair_plane_pitch + k * band.row_pitch
+                                              : tail + ci * band.tail_plane_pitch;
+#pragma GCC unroll 1
+      for (int64_t s = 0; s < kKernel; ++s) {
+        const __m512i w_lo = _mm512_loadu_si512(w), w_hi = _mm512_loadu_si512(w + kLanes);
+        w += kChannelBlock;
+#pragma GCC unroll 12
+        for (int j = 0; j < P; ++j) {
+          const __m512i x = _mm512_set1_epi32(static_cast<int>(row[kStride * j + s]));
+          lo[j] = dot_pairs(lo[j], w_lo, x);
+          hi[j] = dot_pairs(hi[j], w_hi, x);
+        }
+      }
+    }
+  }
+  store_micro_tile<P>(band, lo, hi, channels, c0, out_offset);
+}
+
+using PairTileFn = void (*)(const Band&, const uint32_t*, const uint32_t*, int, const uint32_t*, const float*,
+                            int64_t, int64_t);
+template <typename Sequence>
+struct PairTileTable;
+template <int... P>
+struct PairTileTable<std::integer_sequence<int, P...>> {
+  static constexpr PairTileFn fns[sizeof...(P)] = {&multiply_tile_pairs<P + 1>...};
+};
+using PairTiles = PairTileTable<std::make_integer_sequence<int, kTile>>;
+
+// run_band's tiling, on pairs.
+void run_band_pairs(const Band& band, const uint32_t* packed_pairs, const float* bias) {
+  const int64_t cols = band.out_cols;
+  const int64_t tiles = (cols + kTile - 1) / kTile;
+  for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
+    const int channels =
+        static_cast<int>(band.channels - c0 < kChannelBlock ? band.channels - c0 : kChannelBlock);
+    const uint32_t* w = packed_pairs + c0 * kPairTaps;
+    for (int64_t y = 0; y < band.out_rows; ++y) {
+      for (int64_t t = 0, x = 0; t < tiles; ++t) {
+        const int64_t end = cols * (t + 1) / tiles;
+        const int pixels = static_cast<int>(end - x);
+        PairTiles::fns[pixels - 1](band, band.pairs + 2 * y * band.row_pitch + kStride * x,
+                                   band.tails + y * band.row_pitch + kStride * x, channels, w, bias + c0, c0,
+                                   y * band.row_stride + x * band.col_stride);
+        x = end;
+      }
+    }
+  }
+}
+#define ALEXCONV_RUN_BAND_PAIRS &run_band_pairs
+#else
+#define ALEXCONV_RUN_BAND_PAIRS nullptr
+#endif
 
 #else  // SSE2, NEON, AVX2
 
@@ -533,10 +628,10 @@ void split3(const float* src, int64_t n, float* d0, float* d1, float* d2) {
 Kernel ALEXCONV_CONCAT(ALEXCONV_CPU_ISA, _kernel)() {
 #if defined(__AVX512F__)
   return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, &pack_weights,
-                ALEXCONV_WIDEN_FLOAT16, ALEXCONV_SPLIT3};
+                ALEXCONV_WIDEN_FLOAT16, ALEXCONV_SPLIT3, ALEXCONV_RUN_BAND_PAIRS};
 #else
   return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr, ALEXCONV_WIDEN_FLOAT16,
-                ALEXCONV_SPLIT3};
+                ALEXCONV_SPLIT3, nullptr};
 #endif
 }
 
