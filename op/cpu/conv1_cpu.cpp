@@ -340,6 +340,18 @@ void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides
 struct BandGrid {
   int64_t row_bands, col_bands;
   int64_t max_rows, max_cols;  // the largest band's extent
+
+  // Band `item` of batch x row_bands x col_bands: its image, first output row and column, and
+  // extent.
+  struct Item {
+    int64_t n, y0, x0, rows, cols;
+  };
+  Item item(int64_t i, int64_t out_h, int64_t out_w) const {
+    const int64_t row_band = i / col_bands % row_bands, col_band = i % col_bands;
+    const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
+    const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
+    return {i / (row_bands * col_bands), y0, x0, y1 - y0, x1 - x0};
+  }
 };
 
 int64_t divide_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -403,7 +415,6 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
   const std::vector<float> bias_f = bias_as_float<scalar_t>(bias, channels, kernel.channel_block);
 
   const BandGrid grid = band_grid(batch, out_h, out_w);
-  const int64_t row_bands = grid.row_bands, col_bands = grid.col_bands;
 
   const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
   scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
@@ -413,15 +424,11 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
                                     : std::is_same_v<scalar_t, at::Half> ? cpu::OutType::kFloat16
                                                                          : cpu::OutType::kBFloat16;
 
-  at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * grid.row_bands * grid.col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(grid.max_rows) * window_extent(grid.max_cols));
     std::vector<float> row_tmp(std::is_same_v<scalar_t, float> ? 0 : kInChannels * window_extent(grid.max_cols));
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (row_bands * col_bands);
-      const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;
-      const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
-      const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
-      const int64_t rows = y1 - y0, cols = x1 - x0;
+      const auto [n, y0, x0, rows, cols] = grid.item(item, out_h, out_w);
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
       stage_input(kernel, in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
                   kStride * x0 - pad, in_cols, staged.data(), row_tmp.data());
@@ -451,25 +458,20 @@ void conv1_cpu_bf16_pairs(const cpu::Kernel& kernel, const at::Tensor& input, co
   const std::vector<float> bias_f = bias_as_float<at::BFloat16>(bias, channels, block);
 
   const BandGrid grid = band_grid(batch, out_h, out_w);
-  const int64_t row_bands = grid.row_bands, col_bands = grid.col_bands;
   const at::BFloat16* in_ptr = compat::const_data_ptr<at::BFloat16>(input);
   at::BFloat16* out_ptr = compat::mutable_data_ptr<at::BFloat16>(out);
   advise_huge_pages(out_ptr, out.numel() * static_cast<int64_t>(sizeof(at::BFloat16)));
   const Strides4 is(input), os(out);
   const cpu::Strides in_strides = {is.n, is.c, is.h, is.w};
 
-  at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * grid.row_bands * grid.col_bands, 1, [&](int64_t begin, int64_t end) {
     const int64_t max_cols = window_extent(grid.max_cols);
     std::vector<uint32_t> pairs(kInChannels * cpu::pair_plane_size(grid.max_rows, max_cols));
     std::vector<uint32_t> tails(kInChannels * cpu::tail_plane_size(grid.max_rows, max_cols));
     std::vector<uint16_t> row_max(grid.max_rows), row_tmp(2 * max_cols);
     std::vector<float> staged, row_tmp_f;  // the float kernel's, where a band needs it
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (row_bands * col_bands);
-      const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;
-      const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
-      const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
-      const int64_t rows = y1 - y0, cols = x1 - x0;
+      const auto [n, y0, x0, rows, cols] = grid.item(item, out_h, out_w);
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
       const at::BFloat16* image = in_ptr + n * is.n;
       cpu::stage_pairs(reinterpret_cast<const uint16_t*>(image), in_strides, height, width, kStride * y0 - pad, rows,

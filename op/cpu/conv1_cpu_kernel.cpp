@@ -301,6 +301,18 @@ inline void store_micro_tile(const Band& band, const Vec (&lo)[P], const Vec (&h
   store_tile<P>(band, lo, hi, P, channels, lo_offset, hi_offset, pixel_offset);
 }
 
+// A micro-tile's accumulators, each pixel's two vectors at the block's bias. Unrolled whatever the
+// optimisation level: a loop over lo[j] would put the accumulators on the stack.
+template <int P>
+__attribute__((always_inline)) inline void start_at_bias(const float* bias, Vec (&lo)[P], Vec (&hi)[P]) {
+  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
+#pragma GCC unroll 12
+  for (int j = 0; j < P; ++j) {
+    lo[j] = bias_lo;
+    hi[j] = bias_hi;
+  }
+}
+
 // One micro-tile: P consecutive pixels of one output row (window is the first one's 11x11x3
 // window; the next pixel's starts kStride columns on) and kChannelBlock channels from c0
 // (weights w, packed [tap][channel]). Channels from `channels` on pad the last channel block
@@ -311,15 +323,8 @@ template <int P>
 void multiply_tile(const Band& band, const float* window, int channels, const float* w,
                    const float* bias, int64_t c0, int64_t out_offset) {
   const int64_t plane_pitch = band.plane_pitch, row_pitch = band.row_pitch;
-  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
   Vec lo[P], hi[P];
-  // Unrolled whatever the optimisation level: a loop over lo[j] would put the
-  // accumulators on the stack.
-#pragma GCC unroll 12
-  for (int j = 0; j < P; ++j) {
-    lo[j] = bias_lo;
-    hi[j] = bias_hi;
-  }
+  start_at_bias(bias, lo, hi);
   for (int64_t ci = 0; ci < kInChannels; ++ci) {
     for (int64_t r = 0; r < kKernel; ++r) {
       const float* row = window + ci * plane_pitch + r * row_pitch;
@@ -353,27 +358,32 @@ struct TileTable<std::integer_sequence<int, P...>> {
 };
 using Tiles = TileTable<std::make_integer_sequence<int, kTile>>;
 
-void run_band(const Band& band, const float* packed_weights, const float* bias) {
-  // Each row splits into the fewest tiles of at most kTile pixels, as even as can be
-  // (55 columns: five of 11): no tile computes padding, and none but in rows under kTile
-  // pixels has fewer than half the lanes' worth of independent FMA chains.
+// Calls tile(pixels, y, x, c0, channels) for each micro-tile of the band: per channel block (its
+// weights stay in L1 or L2 across the band), each row split into the fewest tiles of at most
+// kTile pixels, as even as can be (55 columns: five of 11): no tile computes padding, and none but
+// in rows under kTile pixels has fewer than half the lanes' worth of independent FMA chains.
+template <typename TileCall>
+inline void for_each_tile(const Band& band, TileCall tile) {
   const int64_t cols = band.out_cols;
   const int64_t tiles = (cols + kTile - 1) / kTile;
   for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
     const int channels =
         static_cast<int>(band.channels - c0 < kChannelBlock ? band.channels - c0 : kChannelBlock);
-    // This block's weights, [kTaps][kChannelBlock], stay in L1 or L2 across the band.
-    const float* w = packed_weights + c0 * kTaps;
     for (int64_t y = 0; y < band.out_rows; ++y) {
       for (int64_t t = 0, x = 0; t < tiles; ++t) {
         const int64_t end = cols * (t + 1) / tiles;
-        const int pixels = static_cast<int>(end - x);
-        Tiles::fns[pixels - 1](band, band.image + kStride * (y * band.row_pitch + x), channels, w,
-                               bias + c0, c0, y * band.row_stride + x * band.col_stride);
+        tile(static_cast<int>(end - x), y, x, c0, channels);
         x = end;
       }
     }
   }
+}
+
+void run_band(const Band& band, const float* packed_weights, const float* bias) {
+  for_each_tile(band, [&](int pixels, int64_t y, int64_t x, int64_t c0, int channels) {
+    Tiles::fns[pixels - 1](band, band.image + kStride * (y * band.row_pitch + x), channels,
+                           packed_weights + c0 * kTaps, bias + c0, c0, y * band.row_stride + x * band.col_stride);
+  });
 }
 
 #if defined(ALEXCONV_CPU_PAIRS)
@@ -401,13 +411,8 @@ inline Vec dot_pairs(Vec acc, __m512i w, __m512i x) {
 template <int P>
 void multiply_tile_pairs(const Band& band, const uint32_t* pairs, const uint32_t* tail, int channels,
                          const uint32_t* w, const float* bias, int64_t c0, int64_t out_offset) {
-  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
   Vec lo[P], hi[P];
-#pragma GCC unroll 12
-  for (int j = 0; j < P; ++j) {
-    lo[j] = bias_lo;
-    hi[j] = bias_hi;
-  }
+  start_at_bias(bias, lo, hi);
   for (int64_t ci = 0; ci < kInChannels; ++ci) {
     for (int64_t k = 0; k < kRowPairs; ++k) {
       const uint32_t* row = k + 1 < kRowPairs ? pairs + ci * band.pair_plane_pitch + k * band.row_pitch
@@ -440,23 +445,11 @@ using PairTiles = PairTileTable<std::make_integer_sequence<int, kTile>>;
 
 // run_band's tiling, on pairs.
 void run_band_pairs(const Band& band, const uint32_t* packed_pairs, const float* bias) {
-  const int64_t cols = band.out_cols;
-  const int64_t tiles = (cols + kTile - 1) / kTile;
-  for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
-    const int channels =
-        static_cast<int>(band.channels - c0 < kChannelBlock ? band.channels - c0 : kChannelBlock);
-    const uint32_t* w = packed_pairs + c0 * kPairTaps;
-    for (int64_t y = 0; y < band.out_rows; ++y) {
-      for (int64_t t = 0, x = 0; t < tiles; ++t) {
-        const int64_t end = cols * (t + 1) / tiles;
-        const int pixels = static_cast<int>(end - x);
-        PairTiles::fns[pixels - 1](band, band.pairs + 2 * y * band.row_pitch + kStride * x,
-                                   band.tails + y * band.row_pitch + kStride * x, channels, w, bias + c0, c0,
-                                   y * band.row_stride + x * band.col_stride);
-        x = end;
-      }
-    }
-  }
+  for_each_tile(band, [&](int pixels, int64_t y, int64_t x, int64_t c0, int channels) {
+    PairTiles::fns[pixels - 1](band, band.pairs + 2 * y * band.row_pitch + kStride * x,
+                               band.tails + y * band.row_pitch + kStride * x, channels, packed_pairs + c0 * kPairTaps,
+                               bias + c0, c0, y * band.row_stride + x * band.col_stride);
+  });
 }
 #define ALEXCONV_RUN_BAND_PAIRS &run_band_pairs
 #else
