@@ -64,6 +64,7 @@ struct CpuFeatures {
   bool avx2 = false;       // AVX2 + FMA + F16C: the avx2 kernel
   bool avx512 = false;     // AVX-512 F/BW/DQ/VL + AVX2 + FMA + F16C: the avx512 kernel (ATen's AVX512)
   bool avx512_bf16 = false;  // and AVX512-BF16: the avx512_bf16 kernel
+  bool amx_bf16 = false;     // AMX-BF16 (Sapphire Rapids and later), where auto keeps avx512 (below)
 };
 
 CpuFeatures detect_features() {
@@ -78,6 +79,7 @@ CpuFeatures detect_features() {
 #endif
 #if defined(ALEXCONV_CPU_HAS_AVX512_BF16)
   f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  f.amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));  // CPUID.7.0:EDX[22]
 #endif
 #endif
   return f;
@@ -164,7 +166,12 @@ Path choose_path() {
   if (forced.forced) return forced.path;
   const CpuFeatures& cpu = features();
   const std::string capability = compat::cpu_capability();
-  if (capability == "AVX512" && cpu.avx512_bf16) return Path::kAvx512Bf16;
+  // bfloat16 dot products where predicted faster than widening to float: CPUs with AVX512-BF16
+  // and no AMX (Zen 4, whose one 512-bit FMA a cycle the dot products match: 198 of them per 16
+  // channels and pixel against 363 FMAs). Intel's server cores with AMX have two 512-bit FMA
+  // ports, so there the float kernel may be as fast: avx512 until measured (docs/perf-notes.md,
+  // "The CPU kernel").
+  if (capability == "AVX512" && cpu.avx512_bf16 && !cpu.amx_bf16) return Path::kAvx512Bf16;
   if (capability == "AVX512" && cpu.avx512) return Path::kAvx512;
   if ((capability == "AVX2" || capability == "AVX512") && cpu.avx2) return Path::kAvx2;
   return Path::kBaseline;
