@@ -164,7 +164,7 @@ def forced_aten_bfloat16_unreliable() -> bool:
     return os.environ.get("ALEXCONV_CPU_KERNEL") == "aten" and bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
 # What alexconv.conv1_kernel names on CPU: one of our micro-kernels, or ATen's convolution
 # (tests/test_cpu_kernel.py pins which, per dtype and CPU).
-CPU_KERNELS = ("cpu_baseline", "cpu_avx2", "cpu_avx512", "aten")
+CPU_KERNELS = ("cpu_baseline", "cpu_avx2", "cpu_avx512", "cpu_avx512_bf16", "cpu_avx512_bf16_emulated", "aten")
 LAYOUTS = ["contiguous", "channels_last", "sliced", "cropped"]
 
 

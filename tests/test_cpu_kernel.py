@@ -1,8 +1,9 @@
 """The CPU backend's own structure: bands of output rows and columns, threads, and its paths:
-one micro-kernel per instruction set (baseline, avx2, avx512), chosen like ATen's own
-(ATEN_CPU_CAPABILITY steers both), or ATen's convolution where that is faster (bfloat16 on CPUs
-with bfloat16 dot products). ALEXCONV_CPU_KERNEL forces a path; it is read once per process,
-so each forced path runs in a child, which runs this module's checks and a short fuzz on it."""
+one micro-kernel per instruction set (baseline, avx2, avx512; avx512_bf16 adds bfloat16 dot
+products where the CPU has AVX512-BF16, avx512_bf16_emulated the same pairs of taps through
+FMAs on any AVX-512 CPU), chosen like ATen's own (ATEN_CPU_CAPABILITY steers both), or ATen's
+convolution. ALEXCONV_CPU_KERNEL forces a path; it is read once per process, so each forced
+path runs in a child, which runs this module's checks and a short fuzz on it."""
 
 from __future__ import annotations
 
@@ -16,11 +17,22 @@ import pytest
 import torch
 
 import alexconv
-from conftest import assert_matches_reference, child_env, conv1, make_input, make_weight, requires
+from conftest import (assert_matches_reference, child_env, conv1, cpu_flags, make_input, make_weight, reference,
+                      requires)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PATHS = ["baseline", "avx2", "avx512", "aten"]
-KERNEL_NAME = {"baseline": "cpu_baseline", "avx2": "cpu_avx2", "avx512": "cpu_avx512", "aten": "aten"}
+PATHS = ["baseline", "avx2", "avx512", "avx512_bf16", "avx512_bf16_emulated", "aten"]
+# The paths that run bfloat16 as pairs of taps (float32 and float16 as avx512 does).
+PAIR_PATHS = ("avx512_bf16", "avx512_bf16_emulated")
+
+
+def kernel_name(path: str, dtype: torch.dtype = torch.float32) -> str:
+    """What conv1_kernel says for a call of `dtype` on `path`."""
+    if path in PAIR_PATHS and dtype != torch.bfloat16:
+        return "cpu_avx512"
+    return "aten" if path == "aten" else f"cpu_{path}"
+
+
 # The path this process runs when a parent test forced one (None: the op chooses).
 FORCED = os.environ.get("ALEXCONV_CPU_KERNEL") or None
 if FORCED == "auto":
@@ -48,6 +60,12 @@ def current_path() -> str:
     """The path this process's calls take (float32; bfloat16 may go to ATen, see below)."""
     x, w = torch.rand(1, 3, 11, 11), torch.rand(8, 3, 11, 11)
     return alexconv.conv1_kernel(x, w)
+
+
+def bfloat16_as_pairs() -> bool:
+    """Whether this process's bfloat16 calls run as pairs of taps (their own summation order)."""
+    x, w = torch.rand(1, 3, 11, 11, dtype=torch.bfloat16), torch.rand(8, 3, 11, 11, dtype=torch.bfloat16)
+    return alexconv.conv1_kernel(x, w).startswith("cpu_avx512_bf16")
 
 
 def rounded_paths_exact() -> bool:
@@ -125,12 +143,20 @@ def test_16bit_outputs_are_the_float32_result_rounded(dtype, relu, generator):
     subnormal, tie and overflow ranges of both formats; outputs of every layout."""
     if not rounded_paths_exact():
         pytest.skip("ATen's 16-bit convolution sums in its own order")
+    # bfloat16 as pairs of taps sums in pair order (the float32 call cannot give its bits): the
+    # contract instead, and the ties below, whose sums are exact in either order.
+    pairs = dtype == torch.bfloat16 and bfloat16_as_pairs()
     info = torch.finfo(dtype)
     for scale in (1.0, info.tiny * 64, info.tiny / 64, info.max / 8, info.max):
+        if pairs and scale > 1.0:  # where sums overflow depends on their order
+            continue
         for layout in ("contiguous", "channels_last"):
             x = (make_input(2, 43, 47, torch.float32, "cpu", layout, generator=generator) * scale).to(dtype)
             w, b = make_weight(dtype, "cpu", generator=generator, out_channels=96)
             out = conv1(x, w, b, relu=relu)
+            if pairs:
+                assert_matches_reference(out, x, w, b, relu=relu)
+                continue
             exact = conv1(x.float(), w.float(), b.float()).to(dtype)
             assert bits_equal(out, relu_rule(exact) if relu else exact), (scale, layout)
     # Ties: sums of two terms a + c * 2^-k land halfway between 16-bit neighbours, where round
@@ -158,7 +184,7 @@ def path_unavailable(path):
                             "torch.rand(1, 3, 11, 11), torch.rand(8, 3, 11, 11)))"],
                      timeout=120, ALEXCONV_CPU_KERNEL=path)
     if done.returncode == 0:
-        assert done.stdout.split()[-1] == KERNEL_NAME[path], done.stdout
+        assert done.stdout.split()[-1] == kernel_name(path), done.stdout
         return None
     for line in done.stderr.splitlines():
         if "ALEXCONV_CPU_KERNEL=" in line and ("lacks" in line or "has no" in line):
@@ -183,12 +209,13 @@ def test_forced_path(path):
 
 
 def test_forced_path_is_reported():
-    """Under a forced path, conv1_kernel names it for every dtype (bfloat16 included)."""
+    """Under a forced path, conv1_kernel names it for every dtype (bfloat16 included; the pair
+    paths run float32 and float16 as avx512)."""
     if FORCED is None:
         pytest.skip("runs in the children of test_forced_path")
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         x, w = torch.rand(2, 3, 20, 20, dtype=dtype), torch.rand(64, 3, 11, 11, dtype=dtype)
-        assert alexconv.conv1_kernel(x, w) == KERNEL_NAME[FORCED]
+        assert alexconv.conv1_kernel(x, w) == kernel_name(FORCED, dtype)
 
 
 @pytest.mark.skipif(FORCED is not None, reason="the parent checks it")
@@ -203,7 +230,8 @@ for fn in (alexconv.conv1, alexconv.conv1_kernel):
         print(str(e).splitlines()[0])
 """], timeout=120, ALEXCONV_CPU_KERNEL="avx1024")
     assert done.returncode == 0, done.stderr
-    expected = "ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512 or aten, got 'avx1024'"
+    expected = ("ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512, avx512_bf16, avx512_bf16_emulated "
+                "or aten, got 'avx1024'")
     assert done.stdout.count(expected) == 2, done.stdout
 
 
@@ -213,7 +241,8 @@ for fn in (alexconv.conv1, alexconv.conv1_kernel):
 def test_auto_path_follows_aten(capability):
     """Unforced, every dtype takes the micro-kernel of ATen's CPU capability (ATEN_CPU_CAPABILITY
     steers both), bfloat16 too on CPUs with bfloat16 dot products (AVX512-BF16, AMX-BF16), where
-    oneDNN's bfloat16 convolution gave wrong results (docs/perf-notes.md, "The CPU kernel")."""
+    oneDNN's bfloat16 convolution gave wrong results (docs/perf-notes.md, "The CPU kernel"): as
+    pairs of taps where the CPU has AVX512-BF16."""
     env = {} if capability is None else {"ATEN_CPU_CAPABILITY": capability}
     done = run_child(["-c", """
 import json, torch, alexconv
@@ -224,11 +253,14 @@ print(json.dumps([torch.backends.cpu.get_cpu_capability()] +
     assert done.returncode == 0, done.stderr[-3000:]
     aten_capability, fp32, fp16, bf16 = json.loads(done.stdout.splitlines()[-1])
     expected = {"AVX512": "avx512", "AVX2": "avx2"}.get(aten_capability, "baseline")
+    if expected == "avx512" and not path_unavailable("avx512_bf16") and "amx_bf16" not in cpu_flags():
+        expected = "avx512_bf16"  # without AMX: the dot products (conv1_cpu.cpp, choose_path)
     if expected == "avx512" and path_unavailable("avx512"):
         expected = "avx2"
     if expected == "avx2" and path_unavailable("avx2"):
         expected = "baseline"
-    assert fp32 == fp16 == bf16 == KERNEL_NAME[expected], (aten_capability, fp32, fp16, bf16)
+    assert (fp32, fp16, bf16) == tuple(kernel_name(expected, d) for d in (torch.float32, torch.float16,
+                                                                          torch.bfloat16)), aten_capability
 
 
 @pytest.mark.skipif(FORCED is not None, reason="the parent checks it")
@@ -258,5 +290,30 @@ torch.save([alexconv.conv1(x.to(d), w.to(d), b.to(d), relu=True) for d in {dtype
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         if ("avx2", dtype) in outs and ("avx512", dtype) in outs:
             assert bits_equal(outs["avx2", dtype], outs["avx512", dtype]), dtype
+    # The pair paths: float32 and float16 are avx512's; bfloat16 sums in pair order, the same
+    # with the dot products as with their emulation (no subnormal here).
+    for path in PAIR_PATHS:
+        for dtype in (torch.float32, torch.float16):
+            if (path, dtype) in outs and ("avx512", dtype) in outs:
+                assert bits_equal(outs[path, dtype], outs["avx512", dtype]), (path, dtype)
+    if all((path, torch.bfloat16) in outs for path in PAIR_PATHS):
+        assert bits_equal(*(outs[path, torch.bfloat16] for path in PAIR_PATHS))
     if ("avx2", torch.float32) in outs:
         assert not torch.equal(outs["baseline", torch.float32], outs["avx2", torch.float32])
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
+def test_bfloat16_rows_of_tiny_magnitudes(relu, generator):
+    """bfloat16 dot products flush subnormal operands and sums: output rows whose windows hold
+    only values near 2^-100 (beside rows of ordinary ones) take the float kernel on the pair
+    paths, and every path keeps the contract on both kinds of rows."""
+    x = make_input(2, 67, 45, torch.float32, "cpu", generator=generator)
+    x[:, :, :30] *= 2.0 ** -100
+    x = x.to(torch.bfloat16)
+    w, b = make_weight(torch.bfloat16, "cpu", bias=False, generator=generator)
+    out = conv1(x, w, b, relu=relu)
+    assert_matches_reference(out, x, w, b, relu=relu)
+    # Rows 0-5 read input rows 0-28 only: their own contract, which the others' norm would hide.
+    tiny = reference(x, w, b, 2, relu)[:, :, :6]
+    assert tiny.abs().max() < 2.0 ** -90
+    assert ((out[:, :, :6].double() - tiny).norm() / tiny.norm()).item() <= 1e-2

@@ -28,6 +28,7 @@
 #include "../conv1_checks.h"
 #include "../conv1_geometry.h"
 #include "conv1_cpu_kernel.h"
+#include "conv1_cpu_pairs.h"
 
 namespace alexconv {
 namespace {
@@ -37,14 +38,21 @@ namespace {
 constexpr int64_t kMaxBandRows = 8;
 constexpr int64_t kMaxBandCols = 64;
 
-// The CPU paths: our micro-kernel per instruction set, or ATen's convolution.
-enum class Path { kBaseline, kAvx2, kAvx512, kAten };
+// The CPU paths: our micro-kernel per instruction set, or ATen's convolution. The bfloat16 ones
+// run float32 and float16 calls as avx512 does, bfloat16 calls as pairs of taps
+// (Kernel::run_band_pairs): with AVX512-BF16's dot products, or those emulated by FMAs (a
+// test path for CPUs without them: same results but for subnormals, slower).
+enum class Path { kBaseline, kAvx2, kAvx512, kAvx512Bf16, kAvx512Bf16Emulated, kAten };
 
-const char* path_name(Path path) {
+// The name conv1_kernel gives a call of `dtype` on `path`.
+const char* path_name(Path path, at::ScalarType dtype) {
+  const bool pairs = dtype == at::kBFloat16;
   switch (path) {
     case Path::kBaseline: return "cpu_baseline";
     case Path::kAvx2: return "cpu_avx2";
     case Path::kAvx512: return "cpu_avx512";
+    case Path::kAvx512Bf16: return pairs ? "cpu_avx512_bf16" : "cpu_avx512";
+    case Path::kAvx512Bf16Emulated: return pairs ? "cpu_avx512_bf16_emulated" : "cpu_avx512";
     case Path::kAten: return "aten";
   }
   return "?";
@@ -55,6 +63,8 @@ const char* path_name(Path path) {
 struct CpuFeatures {
   bool avx2 = false;       // AVX2 + FMA + F16C: the avx2 kernel
   bool avx512 = false;     // AVX-512 F/BW/DQ/VL + AVX2 + FMA + F16C: the avx512 kernel (ATen's AVX512)
+  bool avx512_bf16 = false;  // and AVX512-BF16: the avx512_bf16 kernel
+  bool amx_bf16 = false;     // AMX-BF16 (Sapphire Rapids and later), where auto keeps avx512 (below)
 };
 
 CpuFeatures detect_features() {
@@ -67,6 +77,10 @@ CpuFeatures detect_features() {
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
+#if defined(ALEXCONV_CPU_HAS_AVX512_BF16)
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  f.amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));  // CPUID.7.0:EDX[22]
+#endif
 #endif
   return f;
 }
@@ -77,8 +91,8 @@ const CpuFeatures& features() {
 }
 
 // ALEXCONV_CPU_KERNEL (read once per process): unset, empty or "auto" lets the op choose;
-// baseline, avx2, avx512 or aten force that path for every call, where this CPU and build can
-// run it. An unknown or unsupported value fails every call with the reason.
+// baseline, avx2, avx512, avx512_bf16, avx512_bf16_emulated or aten force that path for every
+// call, where this CPU and build can run it. An unknown or unsupported value fails every call with the reason.
 struct Forced {
   bool forced = false;
   Path path = Path::kBaseline;
@@ -115,8 +129,27 @@ Forced parse_forced() {
       f.error = "ALEXCONV_CPU_KERNEL=avx512, but this build has no AVX-512 kernel (x86-64 only)";
 #endif
     }
+  } else if (value == "avx512_bf16" || value == "avx512_bf16_emulated") {
+    const bool emulated = value == "avx512_bf16_emulated";
+    f.path = emulated ? Path::kAvx512Bf16Emulated : Path::kAvx512Bf16;
+#if !defined(ALEXCONV_CPU_HAS_AVX512)
+    f.error = "ALEXCONV_CPU_KERNEL=" + value + ", but this build has no AVX-512 kernel (x86-64 only)";
+#else
+    if (!cpu.avx512) {
+      f.error = "ALEXCONV_CPU_KERNEL=" + value + ", but this CPU lacks one of AVX-512 F, BW, DQ, VL "
+                "(or AVX2, FMA, F16C)";
+    } else if (!emulated && !cpu.avx512_bf16) {
+#if defined(ALEXCONV_CPU_HAS_AVX512_BF16)
+      f.error = "ALEXCONV_CPU_KERNEL=avx512_bf16, but this CPU lacks AVX512-BF16";
+#else
+      f.error = "ALEXCONV_CPU_KERNEL=avx512_bf16, but this build has no AVX512-BF16 kernel (its "
+                "compiler lacks -mavx512bf16)";
+#endif
+    }
+#endif
   } else {
-    f.error = "ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512 or aten, got '" + value + "'";
+    f.error = "ALEXCONV_CPU_KERNEL must be auto, baseline, avx2, avx512, avx512_bf16, "
+              "avx512_bf16_emulated or aten, got '" + value + "'";
   }
   return f;
 }
@@ -133,22 +166,34 @@ Path choose_path() {
   if (forced.forced) return forced.path;
   const CpuFeatures& cpu = features();
   const std::string capability = compat::cpu_capability();
+  // bfloat16 dot products where predicted faster than widening to float: CPUs with AVX512-BF16
+  // and no AMX (Zen 4, whose one 512-bit FMA a cycle the dot products match: 198 of them per 16
+  // channels and pixel against 363 FMAs). Intel's server cores with AMX have two 512-bit FMA
+  // ports, so there the float kernel may be as fast: avx512 until measured (docs/perf-notes.md,
+  // "The CPU kernel").
+  if (capability == "AVX512" && cpu.avx512_bf16 && !cpu.amx_bf16) return Path::kAvx512Bf16;
   if (capability == "AVX512" && cpu.avx512) return Path::kAvx512;
   if ((capability == "AVX2" || capability == "AVX512") && cpu.avx2) return Path::kAvx2;
   return Path::kBaseline;
 }
 
 const cpu::Kernel& kernel_for(Path path) {
+#if defined(ALEXCONV_CPU_HAS_AVX512_BF16)
+  static const cpu::Kernel avx512_bf16 = cpu::avx512_bf16_kernel();
+  if (path == Path::kAvx512Bf16) return avx512_bf16;
+#endif
 #if defined(ALEXCONV_CPU_HAS_AVX512)
   static const cpu::Kernel avx512 = cpu::avx512_kernel();
   if (path == Path::kAvx512) return avx512;
+  static const cpu::Kernel avx512_bf16_emulated = cpu::avx512_bf16_emulated_kernel();
+  if (path == Path::kAvx512Bf16Emulated) return avx512_bf16_emulated;
 #endif
 #if defined(ALEXCONV_CPU_HAS_AVX2)
   static const cpu::Kernel avx2 = cpu::avx2_kernel();
   if (path == Path::kAvx2) return avx2;
 #endif
   static const cpu::Kernel baseline = cpu::baseline_kernel();
-  TORCH_INTERNAL_ASSERT(path == Path::kBaseline, "no CPU kernel for ", path_name(path));
+  TORCH_INTERNAL_ASSERT(path == Path::kBaseline, "no CPU kernel for ", path_name(path, at::kFloat));
   return baseline;
 }
 
@@ -302,6 +347,18 @@ void stage_input(const cpu::Kernel& kernel, const scalar_t* image, const Strides
 struct BandGrid {
   int64_t row_bands, col_bands;
   int64_t max_rows, max_cols;  // the largest band's extent
+
+  // Band `item` of batch x row_bands x col_bands: its image, first output row and column, and
+  // extent.
+  struct Item {
+    int64_t n, y0, x0, rows, cols;
+  };
+  Item item(int64_t i, int64_t out_h, int64_t out_w) const {
+    const int64_t row_band = i / col_bands % row_bands, col_band = i % col_bands;
+    const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
+    const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
+    return {i / (row_bands * col_bands), y0, x0, y1 - y0, x1 - x0};
+  }
 };
 
 int64_t divide_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -365,7 +422,6 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
   const std::vector<float> bias_f = bias_as_float<scalar_t>(bias, channels, kernel.channel_block);
 
   const BandGrid grid = band_grid(batch, out_h, out_w);
-  const int64_t row_bands = grid.row_bands, col_bands = grid.col_bands;
 
   const scalar_t* in_ptr = compat::const_data_ptr<scalar_t>(input);
   scalar_t* out_ptr = compat::mutable_data_ptr<scalar_t>(out);
@@ -375,15 +431,11 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
                                     : std::is_same_v<scalar_t, at::Half> ? cpu::OutType::kFloat16
                                                                          : cpu::OutType::kBFloat16;
 
-  at::parallel_for(0, batch * row_bands * col_bands, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * grid.row_bands * grid.col_bands, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> staged(kInChannels * window_extent(grid.max_rows) * window_extent(grid.max_cols));
     std::vector<float> row_tmp(std::is_same_v<scalar_t, float> ? 0 : kInChannels * window_extent(grid.max_cols));
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (row_bands * col_bands);
-      const int64_t row_band = item / col_bands % row_bands, col_band = item % col_bands;
-      const int64_t y0 = out_h * row_band / row_bands, y1 = out_h * (row_band + 1) / row_bands;
-      const int64_t x0 = out_w * col_band / col_bands, x1 = out_w * (col_band + 1) / col_bands;
-      const int64_t rows = y1 - y0, cols = x1 - x0;
+      const auto [n, y0, x0, rows, cols] = grid.item(item, out_h, out_w);
       const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
       stage_input(kernel, in_ptr + n * is.n, is, height, width, kStride * y0 - pad, in_rows,
                   kStride * x0 - pad, in_cols, staged.data(), row_tmp.data());
@@ -391,6 +443,78 @@ void conv1_cpu_impl(const cpu::Kernel& kernel, const at::Tensor& input, const at
                            out_ptr + n * os.n + y0 * os.h + x0 * os.w, out_type,
                            os.c, os.h, os.w, channels, relu};
       kernel.run_band(band, weights.get(), bias_f.data());
+    }
+  });
+}
+
+// bfloat16 on a kernel with run_band_pairs: conv1_cpu_impl's bands, each staged as pairs of rows
+// (cpu::stage_pairs). A run of output rows whose windows are too small for the dot products'
+// flushing (cpu::pairs_keep_precision; zeros, or inputs and weights near 2^-64 and below) takes
+// the float kernel instead, on the band staged as floats. Every output row's path depends on its
+// own window and the weights only, not on the bands: the same bits whatever the thread count.
+void conv1_cpu_bf16_pairs(const cpu::Kernel& kernel, const at::Tensor& input, const at::Tensor& weight,
+                          const c10::optional<at::Tensor>& bias, int64_t pad, bool relu, at::Tensor& out) {
+  const int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
+  const int64_t channels = out.size(1), out_h = out.size(2), out_w = out.size(3);
+  const int64_t block = kernel.channel_block;
+  std::unique_ptr<uint32_t[]> pair_weights(new uint32_t[padded_channels(channels, block) * cpu::kPairTaps]);
+  const cpu::Strides ws = {weight.stride(0), weight.stride(1), weight.stride(2), weight.stride(3)};
+  const uint16_t w_max = cpu::pack_weight_pairs(reinterpret_cast<const uint16_t*>(compat::const_data_ptr<at::BFloat16>(weight)),
+                                                ws, channels, block, pair_weights.get());
+  const std::unique_ptr<float[]> weights = pack_weights<at::BFloat16>(weight, kernel);
+  const std::vector<float> bias_f = bias_as_float<at::BFloat16>(bias, channels, block);
+
+  const BandGrid grid = band_grid(batch, out_h, out_w);
+  const at::BFloat16* in_ptr = compat::const_data_ptr<at::BFloat16>(input);
+  at::BFloat16* out_ptr = compat::mutable_data_ptr<at::BFloat16>(out);
+  advise_huge_pages(out_ptr, out.numel() * static_cast<int64_t>(sizeof(at::BFloat16)));
+  const Strides4 is(input), os(out);
+  const cpu::Strides in_strides = {is.n, is.c, is.h, is.w};
+
+  at::parallel_for(0, batch * grid.row_bands * grid.col_bands, 1, [&](int64_t begin, int64_t end) {
+    const int64_t max_cols = window_extent(grid.max_cols);
+    std::vector<uint32_t> pairs(kInChannels * cpu::pair_plane_size(grid.max_rows, max_cols));
+    std::vector<uint32_t> tails(kInChannels * cpu::tail_plane_size(grid.max_rows, max_cols));
+    std::vector<uint16_t> row_max(grid.max_rows), row_tmp(2 * max_cols);
+    std::vector<float> staged, row_tmp_f;  // the float kernel's, where a band needs it
+    for (int64_t item = begin; item < end; ++item) {
+      const auto [n, y0, x0, rows, cols] = grid.item(item, out_h, out_w);
+      const int64_t in_rows = window_extent(rows), in_cols = window_extent(cols);
+      const at::BFloat16* image = in_ptr + n * is.n;
+      cpu::stage_pairs(reinterpret_cast<const uint16_t*>(image), in_strides, height, width, kStride * y0 - pad, rows,
+                       kStride * x0 - pad, in_cols, pairs.data(), tails.data(), row_max.data(), row_tmp.data());
+      cpu::Band band{nullptr, in_rows * in_cols, in_cols, rows, cols, out_ptr + n * os.n + y0 * os.h + x0 * os.w,
+                     cpu::OutType::kBFloat16, os.c, os.h, os.w, channels, relu};
+      band.pairs = pairs.data();
+      band.tails = tails.data();
+      band.pair_plane_pitch = cpu::pair_plane_size(rows, in_cols);
+      band.tail_plane_pitch = cpu::tail_plane_size(rows, in_cols);
+      for (int64_t y = 0; y < rows;) {
+        const bool exact = cpu::pairs_keep_precision(row_max[y], w_max);
+        int64_t run_end = y + 1;
+        while (run_end < rows && cpu::pairs_keep_precision(row_max[run_end], w_max) == exact) ++run_end;
+        cpu::Band part = band;
+        part.out_rows = run_end - y;
+        part.out = static_cast<at::BFloat16*>(band.out) + y * os.h;
+        if (exact) {
+          part.pairs = band.pairs + 2 * y * in_cols;
+          part.tails = band.tails + y * in_cols;
+          kernel.run_band_pairs(part, pair_weights.get(), bias_f.data());
+        } else {
+          if (staged.empty()) {
+            staged.resize(kInChannels * window_extent(grid.max_rows) * max_cols);
+            row_tmp_f.resize(kInChannels * max_cols);
+          }
+          if (band.image == nullptr) {  // once per band
+            stage_input(kernel, image, is, height, width, kStride * y0 - pad, in_rows, kStride * x0 - pad, in_cols,
+                        staged.data(), row_tmp_f.data());
+            band.image = staged.data();
+          }
+          part.image = staged.data() + kStride * y * in_cols;
+          kernel.run_band(part, weights.get(), bias_f.data());
+        }
+        y = run_end;
+      }
     }
   });
 }
@@ -474,7 +598,13 @@ at::Tensor conv1_cpu(const at::Tensor& input, const at::Tensor& weight,
   switch (input.scalar_type()) {
     case at::kFloat: conv1_cpu_impl<float>(kernel, input, weight, bias, padding, relu, out); break;
     case at::kHalf: conv1_cpu_impl<at::Half>(kernel, input, weight, bias, padding, relu, out); break;
-    case at::kBFloat16: conv1_cpu_impl<at::BFloat16>(kernel, input, weight, bias, padding, relu, out); break;
+    case at::kBFloat16:
+      if (kernel.run_band_pairs) {
+        conv1_cpu_bf16_pairs(kernel, input, weight, bias, padding, relu, out);
+      } else {
+        conv1_cpu_impl<at::BFloat16>(kernel, input, weight, bias, padding, relu, out);
+      }
+      break;
     default: TORCH_INTERNAL_ASSERT(false, "check_conv1_args let ", input.scalar_type(), " through");
   }
   return out;
@@ -489,6 +619,6 @@ TORCH_LIBRARY_IMPL(alexconv, CPU, m) {
                             const c10::optional<at::Tensor>& bias, bool, int64_t padding,
                             bool) -> std::string {
     alexconv::check_conv1_args(input, weight, bias, padding);
-    return alexconv::path_name(alexconv::choose_path());
+    return alexconv::path_name(alexconv::choose_path(), input.scalar_type());
   });
 }

@@ -275,43 +275,11 @@ inline void store_tile_transposed(const Band& band, const Vec (&lo)[P], const Ve
 #endif
 
 #if defined(__AVX512F__)
-// One micro-tile: P consecutive pixels of one output row (window is the first one's 11x11x3
-// window; the next pixel's starts kStride columns on) and kChannelBlock channels from c0
-// (weights w, packed [tap][channel]). Channels from `channels` on pad the last channel block
-// (zero weights) and are not stored. One pointer walks the taps and every broadcast is at a
-// constant offset from it: with pixels from two rows, the twelve window pointers of AVX-512's
-// tile spilled (general registers) and the accumulators with them.
+// Stores a micro-tile's P pixels x kChannelBlock channels (rounded, relu'd): NCHW outputs through
+// the transpose, others pixel by pixel.
 template <int P>
-void multiply_tile(const Band& band, const float* window, int channels, const float* w,
-                   const float* bias, int64_t c0, int64_t out_offset) {
-  const int64_t plane_pitch = band.plane_pitch, row_pitch = band.row_pitch;
-  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
-  Vec lo[P], hi[P];
-  // Unrolled whatever the optimisation level: a loop over lo[j] would put the
-  // accumulators on the stack.
-#pragma GCC unroll 12
-  for (int j = 0; j < P; ++j) {
-    lo[j] = bias_lo;
-    hi[j] = bias_hi;
-  }
-  for (int64_t ci = 0; ci < kInChannels; ++ci) {
-    for (int64_t r = 0; r < kKernel; ++r) {
-      const float* row = window + ci * plane_pitch + r * row_pitch;
-      // Not unrolled: across taps s and s + 4 the tile's pixels read the same values, and GCC,
-      // seeing that, keeps broadcasts for later taps alive and spills them.
-#pragma GCC unroll 1
-      for (int64_t s = 0; s < kKernel; ++s) {
-        const Vec w_lo = load(w), w_hi = load(w + kLanes);
-        w += kChannelBlock;
-#pragma GCC unroll 12
-        for (int j = 0; j < P; ++j) {
-          const float x = row[kStride * j + s];
-          lo[j] += w_lo * x;
-          hi[j] += w_hi * x;
-        }
-      }
-    }
-  }
+inline void store_micro_tile(const Band& band, const Vec (&lo)[P], const Vec (&hi)[P], int channels,
+                             int64_t c0, int64_t out_offset) {
   const int64_t lo_offset = out_offset + c0 * band.channel_stride;
   const int64_t hi_offset = out_offset + (c0 + kLanes) * band.channel_stride;
   if (band.col_stride == 1 && band.channel_stride != 1) {
@@ -333,6 +301,51 @@ void multiply_tile(const Band& band, const float* window, int channels, const fl
   store_tile<P>(band, lo, hi, P, channels, lo_offset, hi_offset, pixel_offset);
 }
 
+// A micro-tile's accumulators, each pixel's two vectors at the block's bias. Unrolled whatever the
+// optimisation level: a loop over lo[j] would put the accumulators on the stack.
+template <int P>
+__attribute__((always_inline)) inline void start_at_bias(const float* bias, Vec (&lo)[P], Vec (&hi)[P]) {
+  const Vec bias_lo = load(bias), bias_hi = load(bias + kLanes);
+#pragma GCC unroll 12
+  for (int j = 0; j < P; ++j) {
+    lo[j] = bias_lo;
+    hi[j] = bias_hi;
+  }
+}
+
+// One micro-tile: P consecutive pixels of one output row (window is the first one's 11x11x3
+// window; the next pixel's starts kStride columns on) and kChannelBlock channels from c0
+// (weights w, packed [tap][channel]). Channels from `channels` on pad the last channel block
+// (zero weights) and are not stored. One pointer walks the taps and every broadcast is at a
+// constant offset from it: with pixels from two rows, the twelve window pointers of AVX-512's
+// tile spilled (general registers) and the accumulators with them.
+template <int P>
+void multiply_tile(const Band& band, const float* window, int channels, const float* w,
+                   const float* bias, int64_t c0, int64_t out_offset) {
+  const int64_t plane_pitch = band.plane_pitch, row_pitch = band.row_pitch;
+  Vec lo[P], hi[P];
+  start_at_bias(bias, lo, hi);
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t r = 0; r < kKernel; ++r) {
+      const float* row = window + ci * plane_pitch + r * row_pitch;
+      // Not unrolled: across taps s and s + 4 the tile's pixels read the same values, and GCC,
+      // seeing that, keeps broadcasts for later taps alive and spills them.
+#pragma GCC unroll 1
+      for (int64_t s = 0; s < kKernel; ++s) {
+        const Vec w_lo = load(w), w_hi = load(w + kLanes);
+        w += kChannelBlock;
+#pragma GCC unroll 12
+        for (int j = 0; j < P; ++j) {
+          const float x = row[kStride * j + s];
+          lo[j] += w_lo * x;
+          hi[j] += w_hi * x;
+        }
+      }
+    }
+  }
+  store_micro_tile<P>(band, lo, hi, channels, c0, out_offset);
+}
+
 using TileFn = void (*)(const Band&, const float*, int, const float*, const float*, int64_t, int64_t);
 
 // multiply_tile<P> for P = 1 .. kTile, in a table of this file's own (no std:: function
@@ -345,28 +358,103 @@ struct TileTable<std::integer_sequence<int, P...>> {
 };
 using Tiles = TileTable<std::make_integer_sequence<int, kTile>>;
 
-void run_band(const Band& band, const float* packed_weights, const float* bias) {
-  // Each row splits into the fewest tiles of at most kTile pixels, as even as can be
-  // (55 columns: five of 11): no tile computes padding, and none but in rows under kTile
-  // pixels has fewer than half the lanes' worth of independent FMA chains.
+// Calls tile(pixels, y, x, c0, channels) for each micro-tile of the band: per channel block (its
+// weights stay in L1 or L2 across the band), each row split into the fewest tiles of at most
+// kTile pixels, as even as can be (55 columns: five of 11): no tile computes padding, and none but
+// in rows under kTile pixels has fewer than half the lanes' worth of independent FMA chains.
+template <typename TileCall>
+inline void for_each_tile(const Band& band, TileCall tile) {
   const int64_t cols = band.out_cols;
   const int64_t tiles = (cols + kTile - 1) / kTile;
   for (int64_t c0 = 0; c0 < band.channels; c0 += kChannelBlock) {
     const int channels =
         static_cast<int>(band.channels - c0 < kChannelBlock ? band.channels - c0 : kChannelBlock);
-    // This block's weights, [kTaps][kChannelBlock], stay in L1 or L2 across the band.
-    const float* w = packed_weights + c0 * kTaps;
     for (int64_t y = 0; y < band.out_rows; ++y) {
       for (int64_t t = 0, x = 0; t < tiles; ++t) {
         const int64_t end = cols * (t + 1) / tiles;
-        const int pixels = static_cast<int>(end - x);
-        Tiles::fns[pixels - 1](band, band.image + kStride * (y * band.row_pitch + x), channels, w,
-                               bias + c0, c0, y * band.row_stride + x * band.col_stride);
+        tile(static_cast<int>(end - x), y, x, c0, channels);
         x = end;
       }
     }
   }
 }
+
+void run_band(const Band& band, const float* packed_weights, const float* bias) {
+  for_each_tile(band, [&](int pixels, int64_t y, int64_t x, int64_t c0, int channels) {
+    Tiles::fns[pixels - 1](band, band.image + kStride * (y * band.row_pitch + x), channels,
+                           packed_weights + c0 * kTaps, bias + c0, c0, y * band.row_stride + x * band.col_stride);
+  });
+}
+
+#if defined(ALEXCONV_CPU_PAIRS)
+// acc + two taps per lane, vdpbf16ps's way: per 32-bit lane, the high halves' product added
+// first, then the low halves'. A product of two bfloat16 values is exact in float, so each
+// step is one FMA: the emulated build (no AVX512-BF16) gives the same bits but for subnormal
+// operands and sums, which the instruction flushes to zero.
+inline Vec dot_pairs(Vec acc, __m512i w, __m512i x) {
+#if defined(__AVX512BF16__)
+  return (Vec)_mm512_dpbf16_ps((__m512)acc, (__m512bh)w, (__m512bh)x);
+#else
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 w_high = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+  const __m512 x_high = _mm512_castsi512_ps(_mm512_and_si512(x, high));
+  const __m512 w_low = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  const __m512 x_low = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  return (Vec)_mm512_fmadd_ps(w_low, x_low, _mm512_fmadd_ps(w_high, x_high, (__m512)acc));
+#endif
+}
+
+// multiply_tile on pairs of taps (Band::pairs): per input channel, five pairs of window rows
+// (row pair 2y + k of the band) and the eleventh row beside a zero (tail row y), each a
+// 32-bit broadcast that feeds two dot products. Half the multiply instructions of the float
+// path for 363 / 396 of the slots.
+template <int P>
+void multiply_tile_pairs(const Band& band, const uint32_t* pairs, const uint32_t* tail, int channels,
+                         const uint32_t* w, const float* bias, int64_t c0, int64_t out_offset) {
+  Vec lo[P], hi[P];
+  start_at_bias(bias, lo, hi);
+  for (int64_t ci = 0; ci < kInChannels; ++ci) {
+    for (int64_t k = 0; k < kRowPairs; ++k) {
+      const uint32_t* row = k + 1 < kRowPairs ? pairs + ci * band.pair_plane_pitch + k * band.row_pitch
+                                              : tail + ci * band.tail_plane_pitch;
+#pragma GCC unroll 1
+      for (int64_t s = 0; s < kKernel; ++s) {
+        const __m512i w_lo = _mm512_loadu_si512(w), w_hi = _mm512_loadu_si512(w + kLanes);
+        w += kChannelBlock;
+#pragma GCC unroll 12
+        for (int j = 0; j < P; ++j) {
+          const __m512i x = _mm512_set1_epi32(static_cast<int>(row[kStride * j + s]));
+          lo[j] = dot_pairs(lo[j], w_lo, x);
+          hi[j] = dot_pairs(hi[j], w_hi, x);
+        }
+      }
+    }
+  }
+  store_micro_tile<P>(band, lo, hi, channels, c0, out_offset);
+}
+
+using PairTileFn = void (*)(const Band&, const uint32_t*, const uint32_t*, int, const uint32_t*, const float*,
+                            int64_t, int64_t);
+template <typename Sequence>
+struct PairTileTable;
+template <int... P>
+struct PairTileTable<std::integer_sequence<int, P...>> {
+  static constexpr PairTileFn fns[sizeof...(P)] = {&multiply_tile_pairs<P + 1>...};
+};
+using PairTiles = PairTileTable<std::make_integer_sequence<int, kTile>>;
+
+// run_band's tiling, on pairs.
+void run_band_pairs(const Band& band, const uint32_t* packed_pairs, const float* bias) {
+  for_each_tile(band, [&](int pixels, int64_t y, int64_t x, int64_t c0, int channels) {
+    PairTiles::fns[pixels - 1](band, band.pairs + 2 * y * band.row_pitch + kStride * x,
+                               band.tails + y * band.row_pitch + kStride * x, channels, packed_pairs + c0 * kPairTaps,
+                               bias + c0, c0, y * band.row_stride + x * band.col_stride);
+  });
+}
+#define ALEXCONV_RUN_BAND_PAIRS &run_band_pairs
+#else
+#define ALEXCONV_RUN_BAND_PAIRS nullptr
+#endif
 
 #else  // SSE2, NEON, AVX2
 
@@ -533,10 +621,10 @@ void split3(const float* src, int64_t n, float* d0, float* d1, float* d2) {
 Kernel ALEXCONV_CONCAT(ALEXCONV_CPU_ISA, _kernel)() {
 #if defined(__AVX512F__)
   return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, &pack_weights,
-                ALEXCONV_WIDEN_FLOAT16, ALEXCONV_SPLIT3};
+                ALEXCONV_WIDEN_FLOAT16, ALEXCONV_SPLIT3, ALEXCONV_RUN_BAND_PAIRS};
 #else
   return Kernel{ALEXCONV_STRING(ALEXCONV_CPU_ISA), kChannelBlock, &run_band, nullptr, ALEXCONV_WIDEN_FLOAT16,
-                ALEXCONV_SPLIT3};
+                ALEXCONV_SPLIT3, nullptr};
 #endif
 }
 

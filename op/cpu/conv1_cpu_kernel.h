@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "../conv1_geometry.h"
+
 namespace alexconv::cpu {
 
 // The output's element type. 16-bit outputs are rounded from the float accumulators to
@@ -29,7 +31,21 @@ struct Band {
   // to the rounded value for 16-bit outputs (what F.relu of the unfused op gives: -0.0 where a
   // small negative value rounds to zero).
   bool relu;
+  // bfloat16 inputs on Kernel::run_band_pairs, instead of image: the input's bits as pairs of
+  // rows, the operands of bfloat16 dot products (two taps a lane). pairs, [3][rows / 2 + 1]
+  // [row_pitch]: staged rows 2k (low half) and 2k + 1 (high half; zero past the last row).
+  // tails, [3][out_rows][row_pitch]: row 4y + 10, output row y's window's eleventh, with zero
+  // beside it (pairing it with row 4y + 11, a real input, would make 0 * Inf a NaN).
+  const uint32_t* pairs = nullptr;
+  const uint32_t* tails = nullptr;
+  int64_t pair_plane_pitch = 0, tail_plane_pitch = 0;
 };
+
+// Taps per output channel as pairs: 3 channels x 6 row pairs (the sixth a row with zero) x 11
+// columns. Pair weights are packed [block][kPairTaps][channel_block], each a 32-bit lane with
+// row 2k's tap in the low half and row 2k + 1's (zero for k = 5) in the high half.
+constexpr int64_t kRowPairs = (kKernel + 1) / 2;
+constexpr int64_t kPairTaps = kInChannels * kRowPairs * kKernel;
 
 struct Kernel {
   const char* isa;
@@ -49,6 +65,12 @@ struct Kernel {
   // d0[i], d1[i], d2[i] = src[3i], src[3i + 1], src[3i + 2] for i < n (a channels-last row into
   // its three planes), or null where the caller does it itself.
   void (*split3)(const float* src, int64_t n, float* d0, float* d1, float* d2);
+  // bfloat16 calls with the input and weights as pairs of taps (Band::pairs, kPairTaps), through
+  // AVX512-BF16's vdpbf16ps, or null where the build has none. Each output is one chain from the
+  // bias: per pair, the high half's product added first, then the low half's, each product
+  // exact and each sum rounded to float (subnormal operands and sums flushed to zero: the
+  // caller keeps bands of tiny magnitudes on run_band).
+  void (*run_band_pairs)(const Band& band, const uint32_t* packed_pairs, const float* bias);
 };
 
 // SSE2 on x86-64, NEON on AArch64: whatever the compiler's baseline is.
@@ -59,5 +81,10 @@ Kernel avx2_kernel();
 // AVX-512 F + BW + DQ + VL (ATen's AVX512 level) with AVX2, FMA and F16C, on x86-64 only
 // (ALEXCONV_CPU_HAS_AVX512); call only where the CPU has them all.
 Kernel avx512_kernel();
+// avx512 with AVX512-BF16 (-mavx512bf16, ALEXCONV_CPU_HAS_AVX512_BF16): run_band_pairs too.
+Kernel avx512_bf16_kernel();
+// avx512 with run_band_pairs's dot products as two FMAs each (no AVX512-BF16 needed; the same
+// results but for subnormals): the pair path's staging and packing, checked on any AVX-512 CPU.
+Kernel avx512_bf16_emulated_kernel();
 
 }  // namespace alexconv::cpu

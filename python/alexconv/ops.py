@@ -58,9 +58,11 @@ def conv1_kernel(
 ) -> str:
     """Which kernel :func:`conv1` runs for these arguments on their device. On CPU
     ``"cpu_avx512"``, ``"cpu_avx2"`` or ``"cpu_baseline"`` (alexconv's micro-kernel for that
-    instruction set, following ATen's CPU capability) or ``"aten"`` (ATen's convolution, only
-    when forced); ``ALEXCONV_CPU_KERNEL=baseline|
-    avx2|avx512|aten`` forces one (docs/perf-notes.md, "The CPU kernel"). On CUDA
+    instruction set, following ATen's CPU capability), ``"cpu_avx512_bf16"`` (bfloat16 as
+    pairs of taps through AVX512-BF16's dot products; ``"cpu_avx512_bf16_emulated"`` when that
+    is forced on a CPU without them) or ``"aten"`` (ATen's convolution, only when forced);
+    ``ALEXCONV_CPU_KERNEL=baseline|avx2|avx512|avx512_bf16|avx512_bf16_emulated|aten`` forces
+    one (docs/perf-notes.md, "The CPU kernel"). On CUDA
     ``"wgmma"`` or ``"s2d"`` (Hopper), ``"s2d_mma_sync"`` or ``"mma_sync"`` / ``"mma_sync_n48"`` /
     ``"mma_sync_n24"`` (other tensor-core GPUs, sm_80 and up), ``"aten"``
     (ATen's cuDNN convolution, where none of alexconv's kernels can run the call: among

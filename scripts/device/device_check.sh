@@ -15,6 +15,9 @@
 #   harness: the standalone kernel harness (tests/cuda_harness) as CUDA 11.8 built it on the CPU
 #   machine (carry build/cuda-harness-11.8); HARNESS_CUDA13=1 also builds and runs it here;
 #   HARNESS_TIME=1 also times the carried binary's launch paths at batch 256 (--time).
+#   cpu: the CPU suite on this host's CPU (device hosts have AVX512-BF16 and AMX, the CPU machine
+#   neither), auto and forced to each of CPU_PATHS (default: avx512_bf16), then benchmark_cpu.py
+#   on 2 threads (the issue tables' machine) and on all.
 #   deploy: AOTInductor packages on CUDA from C++ and Python; distributed: DDP over NCCL and
 #   data-parallel inference on 1 and on every GPU (a 2-GPU kind).
 #   savelib: after build, the built library (libalexconv.so, _build_info.py) into $OUT; a later
@@ -201,6 +204,18 @@ bash scripts/dev/build_cuda_harness.sh and carry its folder'; exit 1"
           run_step harness-build bash scripts/dev/build_cuda_harness.sh &&
           run_step harness-device-nvcc build/cuda-harness-device/alexconv_cuda_harness ${HARNESS_ARGS:-}
       fi ;;
+    cpu)
+      lscpu | grep -E "Model name"
+      echo "features: $(grep -o -w -E 'avx512f|avx512_bf16|avx512_fp16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+      for path in auto ${CPU_PATHS:-avx512_bf16}; do
+        ALEXCONV_CPU_KERNEL=$path run_step "pytest-cpu-$path" python3 -m pytest -q -ra -p no:cacheprovider \
+          --timeout 600 -m "not cuda" tests/test_cpu_kernel.py tests/test_fuzz.py tests/test_family.py \
+          tests/test_correctness.py tests/test_invalid_inputs.py
+      done
+      for threads in 2 $(nproc); do
+        run_step "benchmark-cpu-$threads" python3 scripts/bench/benchmark_cpu.py --threads "$threads" \
+          --dtypes float32 bfloat16 --json "$OUT/bench-cpu-$threads.json"
+      done ;;
     deploy)
       # The AOTInductor route on CUDA. The GPU machines' default compiler (/opt/gcc's g++) links
       # libstdc++ statically, and a package built by it segfaults while it loads

@@ -43,9 +43,14 @@ cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -R "${mounted[i]}" || true; done
 }
 trap cleanup EXIT
-bind() {  # bind SOURCE TARGET-IN-ROOT, unless something is mounted there already
+bind() {  # bind SOURCE TARGET-IN-ROOT, unless SOURCE is mounted there already
   mkdir -p "$ROOT$2"
-  mountpoint -q "$ROOT$2" && return 0
+  if mountpoint -q "$ROOT$2"; then
+    # A run killed before its cleanup leaves its mounts: the checkout there may be another one's
+    # (a worktree's suite then ran the main checkout's tree).
+    [[ $(findmnt -n -o FSROOT "$ROOT$2" | tail -n 1) == "$(realpath "$1")" ]] && return 0
+    umount -R "$ROOT$2"
+  fi
   mount --rbind "$1" "$ROOT$2"
   mount --make-rslave "$ROOT$2"
   mounted+=("$ROOT$2")
