@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -462,7 +463,9 @@ void conv1_cpu_bf16_pairs(const cpu::Kernel& kernel, const at::Tensor& input, co
   const cpu::Strides ws = {weight.stride(0), weight.stride(1), weight.stride(2), weight.stride(3)};
   const uint16_t w_max = cpu::pack_weight_pairs(reinterpret_cast<const uint16_t*>(compat::const_data_ptr<at::BFloat16>(weight)),
                                                 ws, channels, block, pair_weights.get());
-  const std::unique_ptr<float[]> weights = pack_weights<at::BFloat16>(weight, kernel);
+  // The float kernel's weights only where some row needs them (rarely: tiny magnitudes).
+  std::unique_ptr<float[]> weights;
+  std::once_flag weights_packed;
   const std::vector<float> bias_f = bias_as_float<at::BFloat16>(bias, channels, block);
 
   const BandGrid grid = band_grid(batch, out_h, out_w);
@@ -512,6 +515,7 @@ void conv1_cpu_bf16_pairs(const cpu::Kernel& kernel, const at::Tensor& input, co
             band.image = staged.data();
           }
           part.image = staged.data() + kStride * y * in_cols;
+          std::call_once(weights_packed, [&] { weights = pack_weights<at::BFloat16>(weight, kernel); });
           kernel.run_band(part, weights.get(), bias_f.data());
         }
         y = run_end;
